@@ -1,0 +1,36 @@
+# The two commands a new machine needs: `make demo` (the main job) and `make test` (the suite).
+# Both create the virtual environment in .venv on first use; only the package registries are used.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.sdckit-installed
+OUT ?= out
+JOBS ?= 2
+
+.PHONY: demo test lint bench install clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/sdckit report -o $(OUT)/report.html
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,42 @@
+"""The input layer: paths and frames in, validated columns or arrays out, the same frame type back.
+
+Every public entry point of sdckit that takes data calls one of these functions first and trusts
+what it returns:
+
+* :func:`read_data` turns a path (CSV, Parquet, JSON lines; ``.gz`` allowed) or a frame (pandas,
+  polars, pyarrow, or a lazy frame narwhals understands: polars LazyFrame, DuckDB, Dask, PySpark)
+  into a :class:`Data`: a narwhals frame restricted to the chosen columns, with the missing-value
+  policy applied and what was dropped reported.
+* :func:`check_numeric` returns a clean ``float64`` matrix for the numeric algorithms.
+* :func:`like_input` puts new or replaced columns back into the caller's own frame type, other
+  columns and row order untouched.
+
+Only :func:`read_path` touches the file system.
+"""
+
+from __future__ import annotations
+
+from sdckit._io._frames import (
+    DataSource,
+    as_narwhals,
+    check_columns,
+    is_lazy,
+    like_input,
+    native_kind,
+    read_path,
+)
+from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
+
+__all__ = [
+    "Data",
+    "DataSource",
+    "MissingPolicy",
+    "as_narwhals",
+    "check_columns",
+    "check_numeric",
+    "is_lazy",
+    "like_input",
+    "native_kind",
+    "read_data",
+    "read_path",
+]

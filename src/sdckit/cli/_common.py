@@ -1,0 +1,90 @@
+"""What every command shares: error handling, JSON output, consoles, progress bars, parsing."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from sdckit.errors import SdcError
+from sdckit.report import to_jsonable
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+stdout = Console()
+stderr = Console(stderr=True)
+
+JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn an :class:`SdcError` into one red line on stderr and exit code 1 (no traceback)."""
+    try:
+        yield
+    except SdcError as err:
+        stderr.print(f"[bold red]Error:[/] {err}", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=1) from None
+
+
+def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Decorator form of :func:`user_errors` for command functions (keeps the signature)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with user_errors():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def print_json(payload: Any) -> None:
+    """Write ``payload`` as JSON to stdout (numpy values converted, NaN as null)."""
+    sys.stdout.write(json.dumps(to_jsonable(payload), indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def parse_columns(value: str | None) -> list[str] | None:
+    """``"a,b, c"`` -> ``["a", "b", "c"]``; None or empty -> None (all columns)."""
+    if value is None:
+        return None
+    cols = [c.strip() for c in value.split(",") if c.strip()]
+    if not cols:
+        raise typer.BadParameter("give at least one column name, e.g. --columns age,sex")
+    return cols
+
+
+@contextmanager
+def progress(description: str, *, total: float | None = None, quiet: bool = False) -> Iterator[Callable[..., None]]:
+    """A progress bar on stderr (so ``--json`` on stdout stays clean); yields ``advance(n=1)``.
+
+    Hidden when ``quiet`` or when stderr is not a terminal. With ``total=None`` it is a spinner.
+    """
+    if quiet or not stderr.is_terminal:
+
+        def noop(*_: Any, **__: Any) -> None:
+            return None
+
+        yield noop
+        return
+    columns: Sequence[Any] = (
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=stderr, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(n: float = 1, description: str | None = None) -> None:
+            bar.update(task, advance=n, description=description or bar.tasks[0].description)
+
+        yield advance

@@ -1,0 +1,33 @@
+"""``sdckit describe``: the data at a glance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, stdout
+from sdckit.report._overview import describe_data
+
+
+def register(app: typer.Typer) -> None:
+    app.command("describe")(describe)
+
+
+@handles_errors
+def describe(
+    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
+    columns: str | None = typer.Option(None, "--columns", "-c", help="Comma-separated columns (default: all)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Rows, columns, types, number of distinct values and missing values per column."""
+    summary = describe_data(str(data), parse_columns(columns))
+    if as_json:
+        print_json(summary)
+        return
+    stdout.print(f"[bold]{summary['source']}[/]: {summary['n_rows']:,} rows, {summary['n_columns']} columns")
+    table = Table("column", "type", "distinct", "missing", "example")
+    for col in summary["columns"]:
+        table.add_row(col["name"], col["dtype"], f"{col['n_distinct']:,}", f"{col['n_missing']:,}", str(col["example"]))
+    stdout.print(table)

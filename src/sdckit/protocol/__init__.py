@@ -1,0 +1,3 @@
+"""protocol: see the package docstring of sdckit."""
+
+__all__: list[str] = []

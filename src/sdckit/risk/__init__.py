@@ -1,0 +1,3 @@
+"""risk: see the package docstring of sdckit."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""spectral: see the package docstring of sdckit."""
+
+__all__: list[str] = []
