@@ -80,9 +80,26 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
             "Check that the file is complete and of the format its name says."
         ) from None
     if fmt in ("csv", "tsv"):
-        # Survey files often pad fields (", Male"); strip so values compare equal.
-        df = df.with_columns(pl.col(pl.String).str.strip_chars())
+        df = _strip_padding(df)
     return df
+
+
+def _strip_padding(df: pl.DataFrame) -> pl.DataFrame:
+    """Strip padded names and fields (", Male" in the UCI files) and re-type padded numbers."""
+    df = df.rename({c: c.strip() for c in df.columns if c != c.strip()})
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    if not text:
+        return df
+    df = df.with_columns(pl.col(text).str.strip_chars())
+    retyped = []
+    for c in text:
+        for dtype in (pl.Int64, pl.Float64):
+            try:
+                retyped.append(df[c].cast(dtype, strict=True))
+                break
+            except pl.exceptions.PolarsError:
+                continue
+    return df.with_columns(retyped) if retyped else df
 
 
 def as_narwhals(source: DataSource) -> nw.DataFrame[Any] | nw.LazyFrame[Any]:

@@ -126,15 +126,15 @@ def read_data(
     return Data(frame=frame, columns=tuple(names), source=native_kind(source), n_dropped=n_dropped)
 
 
-def _first_non_numeric(values: NDArray[Any]) -> tuple[object, int]:
+def _first_non_numeric(values: NDArray[Any]) -> tuple[object, int | None]:
     for i, v in enumerate(values):
         if v is None:
             continue
         try:
             float(v)
         except (TypeError, ValueError):
-            return v, i
-    return values[0], 0
+            return (v.item() if isinstance(v, np.generic) else v), i
+    return None, None
 
 
 def check_numeric(
