@@ -1,9 +1,229 @@
-"""CLI commands of `sdckit.risk` (filled in by its issue)."""
+"""``sdckit risk`` and ``sdckit plan``: measure re-identification risk, plan a release."""
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+from typing import Any, cast
+
 import typer
+from rich.table import Table
+
+from sdckit._io import MissingPolicy
+from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, stdout
+from sdckit.errors import FileNotFoundInputError, UnreadableInputError
+from sdckit.risk._checks import BoundMethod
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``risk`` and ``plan`` to the root app."""
+    app.command("risk")(risk)
+    app.command("plan")(plan)
+
+
+def _missing_option(value: str) -> str:
+    if value not in ("value", "drop"):
+        raise typer.BadParameter("use 'value' (missing is a value, the default) or 'drop' (drop those rows)")
+    return value
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.4g}%"
+
+
+def _write_report(path: Path, section: Any, inputs: dict[str, Any], parameters: dict[str, Any]) -> None:
+    from sdckit.report import Report
+
+    rep = Report("sdckit risk report", inputs=inputs, parameters=parameters)
+    rep.add(section)
+    html_path, _ = rep.write(path)
+    stdout.print(f"Report written to [bold]{html_path.resolve()}[/]")
+
+
+@handles_errors
+def risk(
+    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
+    columns: str = typer.Option(
+        ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
+    ),
+    k: int | None = typer.Option(None, "--k", "-k", help="Group size (default 5 unless --t is given)."),
+    t: float | None = typer.Option(
+        None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
+    ),
+    missing: str = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Write the exposure curve and its bounds (SVG/PNG)."
+    ),
+    report: Path | None = typer.Option(
+        None, "--report", help="Also write an HTML report with the risk section."
+    ),
+    budget: float = typer.Option(
+        0.05, "--budget", help="Budget of the release plan in the --report section."
+    ),
+) -> None:
+    """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
+    from sdckit.risk import risk_summary
+
+    if k is not None and t is not None:
+        raise typer.BadParameter("give --k or --t, not both")
+    cols = parse_columns(columns)
+    summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast(MissingPolicy, missing))
+    if plot is not None:
+        from sdckit.report._risk import exposure_figure
+
+        fig = exposure_figure(summary)
+        fig.savefig(plot, bbox_inches="tight")
+    if report is not None:
+        from sdckit.report._risk import risk_section
+
+        section = risk_section(
+            str(data),
+            cols or [],
+            k=summary.max_exposed_size + 1,
+            budget=budget,
+            missing=cast(MissingPolicy, missing),
+        )
+        _write_report(
+            report, section, {"data": data.name}, {"k": summary.max_exposed_size + 1, "budget": budget}
+        )
+    if as_json:
+        print_json(summary)
+        return
+    at = (
+        f"k = {summary.k}"
+        if summary.k is not None
+        else f"t = {summary.t:g} (groups of <= {summary.max_exposed_size})"
+    )
+    stdout.print(
+        f"[bold]{data.name}[/]: {summary.n:,} users on {', '.join(summary.columns)}"
+        + (f" ({summary.n_dropped:,} rows with missing values dropped)" if summary.n_dropped else "")
+    )
+    stdout.print(
+        f"k-anonymity {summary.k_anonymity:,}; {summary.n_unique:,} unique users; {summary.n_groups:,} groups; "
+        f"entropy {summary.entropy_bits:.3f} bits"
+    )
+    tbl = Table("quantity", f"share of users ({at})")
+    tbl.add_row("[bold]true exposure[/]", f"[bold]{_pct(summary.exposure)}[/]")
+    for name, label in (
+        ("lower", "lower bound (max single column)"),
+        ("support", "support bound t·Πm_j"),
+        ("theorem2", "Theorem 2 (best sacrificed values)"),
+        ("theorem3", "Theorem 3 (optimised over c)"),
+        ("best", "best upper bound from marginals"),
+    ):
+        tbl.add_row(label, _pct(summary.bounds[name]))
+    tbl.add_row("entropy bound H/log2(1/t)", _pct(summary.entropy_bound))
+    tbl.add_row("sharp entropy bound", _pct(summary.entropy_bound_sharp))
+    stdout.print(tbl)
+    cols_tbl = Table("column", "support", "exposed alone", "exposed without it")
+    for c in summary.per_column:
+        cols_tbl.add_row(c.column, f"{c.support:,}", _pct(c.exposure_alone), _pct(c.exposure_without))
+    stdout.print(cols_tbl)
+    if plot is not None:
+        stdout.print(f"Plot written to [bold]{plot}[/]")
+
+
+def _read_marginals(path: Path) -> Any:
+    from sdckit.risk import Marginals
+
+    if not path.exists():
+        raise FileNotFoundInputError(str(path))
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UnreadableInputError(
+            f"cannot read {str(path)!r} as JSON: {err}. Expected {{'column': {{'value': count, ...}}, ...}}."
+        ) from None
+    if isinstance(payload, dict) and isinstance(payload.get("counts"), dict):
+        return Marginals.from_counts(payload["counts"], n=payload.get("n"))
+    if not isinstance(payload, dict) or not all(isinstance(v, (dict, list)) for v in payload.values()):
+        raise UnreadableInputError(
+            f"{str(path)!r} is not a table of counts; expected {{'column': {{'value': count, ...}}, ...}}."
+        )
+    return Marginals.from_counts(payload)
+
+
+def _parse_weights(value: str | None) -> dict[str, float] | None:
+    if not value:
+        return None
+    out: dict[str, float] = {}
+    for part in value.split(","):
+        name, sep, num = part.partition("=")
+        try:
+            out[name.strip()] = float(num)
+        except ValueError:
+            raise typer.BadParameter(
+                f"weight {part!r}: use name=number, e.g. --weights age=2,sex=1"
+            ) from None
+        if not sep:
+            raise typer.BadParameter(f"weight {part!r}: use name=number, e.g. --weights age=2,sex=1")
+    return out
+
+
+@handles_errors
+def plan(
+    data: Path | None = typer.Argument(
+        None, help="A CSV, Parquet or JSON-lines file (or use --from-marginals)."
+    ),
+    columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
+    k: int = typer.Option(5, "--k", "-k", help="Group size every user should reach."),
+    budget: float = typer.Option(
+        0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
+    ),
+    from_marginals: Path | None = typer.Option(
+        None,
+        "--from-marginals",
+        help="JSON of single-column counts {column: {value: count}} instead of DATA.",
+    ),
+    method: str = typer.Option("best", "--method", help="best, theorem2, theorem3 or support."),
+    weights: str | None = typer.Option(
+        None, "--weights", help="Value of each column, e.g. age=3,sex=1 (default 1)."
+    ),
+    missing: str = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    report: Path | None = typer.Option(
+        None, "--report", help="Also write an HTML report with the plan section."
+    ),
+) -> None:
+    """Choose the columns to release so at most --budget of users are in groups smaller than k."""
+    from sdckit.risk import Marginals, plan_release
+
+    if (data is None) == (from_marginals is None):
+        raise typer.BadParameter("give DATA or --from-marginals (one of them)")
+    cols = parse_columns(columns)
+    if from_marginals is not None:
+        marg = _read_marginals(from_marginals)
+        source = from_marginals.name
+    else:
+        assert data is not None
+        marg = Marginals.from_data(str(data), cols, missing=cast(MissingPolicy, missing))
+        source = data.name
+    result = plan_release(
+        marg,
+        k=k,
+        budget=budget,
+        weights=_parse_weights(weights),
+        method=cast(BoundMethod, method),
+        columns=cols,
+    )
+    if report is not None:
+        from sdckit.report._risk import plan_section
+
+        _write_report(
+            report, plan_section(result), {"data": source}, {"k": k, "budget": budget, "method": method}
+        )
+    if as_json:
+        print_json(result)
+        return
+    shown = ", ".join(result.columns) if result.columns else "(no column)"
+    stdout.print(f"[bold]{source}[/]: {result.n:,} users, k = {result.k}, budget {_pct(result.budget)}")
+    stdout.print(
+        f"Release: [bold green]{shown}[/]  (bound {_pct(result.bound)}, {result.method}, {result.search} search)"
+    )
+    if result.excluded:
+        tbl = Table("excluded column", "why")
+        for c, why in result.excluded.items():
+            tbl.add_row(c, why)
+        stdout.print(tbl)

@@ -1,0 +1,191 @@
+"""Single-column value counts: what a curator behind a shuffler sees."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import narwhals as nw
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from sdckit._io import DataSource, MissingPolicy, read_data
+from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
+from sdckit.risk._checks import as_scalar_or_array, threshold, warn_identifier, warn_weight_columns
+
+
+@dataclass(frozen=True, eq=False)
+class Marginals:
+    """The value counts of each column separately, with no link between columns.
+
+    This is exactly what the curator of the shuffle protocol learns in round 1 (anonymity notes §5):
+    for each column j, how many users hold each value. Counts are kept sorted ascending (rarest
+    first), which is the order the bounds of :func:`joint_exposure_bound` sacrifice values in.
+
+    Build with :meth:`from_data` (a table) or :meth:`from_counts` (counts received elsewhere).
+
+    Examples
+    --------
+    >>> m = Marginals.from_counts({"sex": {"Male": 21790, "Female": 10771}, "race": {"White": 27816,
+    ...     "Black": 3124, "Asian-Pac-Islander": 1039, "Amer-Indian-Eskimo": 311, "Other": 271}})
+    >>> m.n, m.supports
+    (32561, {'sex': 2, 'race': 5})
+    >>> m.exposure("race", k=300)   # share of users whose race is held by < 300 users
+    0.008322840207610331
+    """
+
+    n: int
+    """Number of users (each column's counts sum to it)."""
+    columns: tuple[str, ...]
+    """Column names, in the order given."""
+    counts: Mapping[str, NDArray[np.int64]]
+    """Per column, the positive counts of its observed values, ascending (int64)."""
+    values: Mapping[str, tuple[Any, ...]]
+    """Per column, the values aligned with ``counts`` (null kept as None)."""
+
+    @classmethod
+    def from_counts(
+        cls, counts: Mapping[str, Mapping[Any, int] | Sequence[int]], *, n: int | None = None
+    ) -> Marginals:
+        """Marginals from ``{column: {value: count}}`` (or ``{column: [counts]}`` without labels).
+
+        Every column's counts must sum to the same number of users (each user sends one message per
+        column); zero counts are dropped (an unobserved value is not in the support).
+
+        Raises
+        ------
+        EmptyTableError : no columns, or a column with no users.
+        InputError : a negative or fractional count, or columns whose totals differ.
+        """
+        if not counts:
+            raise EmptyTableError("no columns given; pass {'column': {'value': count, ...}, ...}.")
+        cols: dict[str, NDArray[np.int64]] = {}
+        vals: dict[str, tuple[Any, ...]] = {}
+        totals: dict[str, int] = {}
+        for name, raw in counts.items():
+            name = str(name)
+            if isinstance(raw, Mapping):
+                labels: list[Any] = list(raw.keys())
+                numbers: list[Any] = list(raw.values())
+            else:
+                numbers = list(raw)
+                labels = list(range(len(numbers)))
+            try:
+                arr = np.asarray(numbers, dtype=np.float64) if numbers else np.zeros(0)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"column {name!r}: counts must be numbers of users, e.g. {{'Male': 21790}}; got {numbers[:3]!r}."
+                ) from None
+            for label, raw_x, x in zip(labels, numbers, arr, strict=True):
+                if not math.isfinite(x) or x < 0 or x != math.floor(x):
+                    raise InputError(
+                        f"column {name!r}: the count of value {label!r} is {raw_x!r}; counts are whole "
+                        "numbers >= 0 of users holding the value."
+                    )
+            ints = arr.astype(np.int64)
+            keep = ints > 0
+            ints = ints[keep]
+            labels = [lab for lab, k in zip(labels, keep, strict=True) if k]
+            if ints.size == 0:
+                raise EmptyTableError(
+                    f"column {name!r} has no users (all counts are 0); drop it or send its counts."
+                )
+            order = np.argsort(ints, kind="stable")
+            cols[name] = np.ascontiguousarray(ints[order])
+            vals[name] = tuple(labels[i] for i in order)
+            totals[name] = int(ints.sum())
+        distinct = set(totals.values())
+        if n is not None and distinct != {int(n)}:
+            bad = next(c for c, v in totals.items() if v != int(n))
+            raise InputError(
+                f"column {bad!r} counts {totals[bad]:,} users but n={int(n):,}; every column must count "
+                "every user once (give the missing users a value such as 'unknown')."
+            )
+        if len(distinct) > 1:
+            first = next(iter(totals))
+            bad = next(c for c, v in totals.items() if v != totals[first])
+            raise InputError(
+                f"column {bad!r} counts {totals[bad]:,} users but column {first!r} counts {totals[first]:,}; "
+                "every column must count every user once (give the missing users a value such as 'unknown')."
+            )
+        return cls(n=distinct.pop(), columns=tuple(cols), counts=cols, values=vals)
+
+    @classmethod
+    def from_data(
+        cls,
+        data: DataSource,
+        columns: Sequence[str] | str | None = None,
+        *,
+        missing: MissingPolicy = "value",
+    ) -> Marginals:
+        """Count the values of each column of a table (counted where it lives for lazy frames).
+
+        Missing values are one more value by default (``missing="value"``); ``"drop"`` drops the
+        rows with a missing value in any of ``columns`` first. Warns (:class:`SdcWarning`) for a
+        column that looks like a survey weight or holds a different value in every row.
+        """
+        d = read_data(data, columns, missing=missing)
+        warn_weight_columns(d.columns)
+        out: dict[str, dict[Any, int]] = {}
+        for c in d.columns:
+            counted = d.frame.group_by(c).agg(nw.len().alias("__n"))
+            if isinstance(counted, nw.LazyFrame):
+                counted = counted.collect()
+            keys = counted[c].to_list()
+            ns = counted["__n"].to_numpy().astype(np.int64)
+            out[c] = dict(zip(keys, ns.tolist(), strict=True))
+        if not out or sum(next(iter(out.values())).values()) == 0:
+            raise EmptyTableError("the table has no rows; there is nothing to measure.")
+        m = cls.from_counts(out)
+        for c in m.columns:
+            if m.counts[c].size == m.n and m.n > 2:
+                warn_identifier(c, m.n, m.n)
+        return m
+
+    @property
+    def supports(self) -> dict[str, int]:
+        """Number of observed values m_j of each column."""
+        return {c: int(self.counts[c].size) for c in self.columns}
+
+    def select(self, columns: Sequence[str]) -> Marginals:
+        """The marginals of a subset of the columns (order as given)."""
+        for c in columns:
+            if c not in self.counts:
+                raise ColumnNotFoundError(str(c), self.columns)
+        cols = tuple(str(c) for c in columns)
+        return Marginals(
+            n=self.n,
+            columns=cols,
+            counts={c: self.counts[c] for c in cols},
+            values={c: self.values[c] for c in cols},
+        )
+
+    def exposure(self, column: str, *, k: ArrayLike | None = None, t: ArrayLike | None = None) -> Any:
+        """Q_j: the share of users whose value of ``column`` is held by <= floor(t n) (or < k) users."""
+        if column not in self.counts:
+            raise ColumnNotFoundError(str(column), self.columns)
+        thr = threshold(self.n, k=k, t=t)
+        c = self.counts[column]
+        csum = np.concatenate([[0], np.cumsum(c)])
+        idx = np.searchsorted(c, thr, side="right")
+        out = csum[idx] / self.n
+        return as_scalar_or_array(np.asarray(out, dtype=np.float64), np.ndim(thr) == 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"n": ..., "counts": {column: {value: count}}}`` (values as text)."""
+        return {
+            "n": self.n,
+            "counts": {
+                c: {
+                    ("null" if v is None else str(v)): int(x)
+                    for v, x in zip(self.values[c], self.counts[c], strict=True)
+                }
+                for c in self.columns
+            },
+        }
+
+    def __repr__(self) -> str:
+        sup = ", ".join(f"{c}: {m}" for c, m in self.supports.items())
+        return f"Marginals(n={self.n}, supports={{{sup}}})"

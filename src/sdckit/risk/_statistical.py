@@ -1,0 +1,227 @@
+"""Statistical exposure: the expected share not k-anonymous in a fresh release (anonymity notes §3).
+
+When the curator's sample and the released table are different users drawn from the same
+distribution p, the exposure of the release is random; its expectation
+
+    Q^stat_n(k) = sum_v p_v P(Bin(n - 1, p_v) <= k - 2)
+
+is smooth in p and can be estimated from the curator's sample, unlike the exposure itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from sdckit._io import DataSource
+from sdckit.errors import EmptyTableError, InputError, ParameterError
+from sdckit.risk._checks import IntervalMethod, check_k
+
+_INTERVALS = ("bootstrap", "mcdiarmid")
+
+
+def _check_n(n: int, name: str = "n") -> int:
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ParameterError(f"{name}={n!r} must be a number of users >= 1.")
+    return int(n)
+
+
+def statistical_exposure(p: ArrayLike, *, n: int, k: int) -> float:
+    """Q^stat_n(k) = sum_v p_v P(Bin(n - 1, p_v) <= k - 2) for a known distribution p.
+
+    The expected share of users not k-anonymous in a release of n users drawn i.i.d. from p
+    [seed + derived; anonymity notes §3]: a user with value v is in a group smaller than k when at
+    most k - 2 of the other n - 1 users share v.
+
+    Parameters
+    ----------
+    p : probabilities of the values (>= 0, summing to 1 within 1e-9).
+    n : users in the release (>= 1).
+    k : group size (>= 1).
+
+    Returns
+    -------
+    A share of users (0..1).
+
+    Examples
+    --------
+    >>> round(statistical_exposure([0.05] * 20, n=100, k=5), 12)   # P(Bin(99, 1/20) <= 3)
+    0.264964364779
+    """
+    probs = np.asarray(p, dtype=np.float64).ravel()
+    if probs.size == 0 or np.any(~np.isfinite(probs)) or np.any(probs < 0):
+        raise ParameterError("p must be a non-empty array of probabilities >= 0.")
+    if abs(probs.sum() - 1.0) > 1e-9:
+        raise ParameterError(f"p sums to {probs.sum():.12g}, not 1; pass probabilities (counts / total).")
+    n_i, k_i = _check_n(n), int(check_k(k))
+    return float(np.sum(probs * stats.binom.cdf(k_i - 2, n_i - 1, probs)))
+
+
+def _hyper_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArray[np.float64]:
+    """h(c) = (c / n_hat) P(Hypergeom(N = n_hat - 1, K = c - 1, draws = n - 1) <= k - 2), per count."""
+    uniq, inv = np.unique(counts, return_inverse=True)
+    vals = np.zeros(uniq.size)
+    pos = uniq > 0
+    if k < 2:  # P(... <= -1) = 0: with k = 1 nobody is below k
+        return np.zeros(counts.shape)
+    # with n = 1 no other user is drawn: the count of others is 0 <= k - 2 (scipy gives NaN for M = 0)
+    cdf = np.ones(int(pos.sum())) if n == 1 else stats.hypergeom.cdf(k - 2, n_hat - 1, uniq[pos] - 1, n - 1)
+    vals[pos] = uniq[pos] / n_hat * cdf
+    return np.asarray(vals[inv].reshape(counts.shape), dtype=np.float64)
+
+
+def _binom_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArray[np.float64]:
+    """Plug-in (c / n_hat) P(Bin(n - 1, c / n_hat) <= k - 2), per count."""
+    uniq, inv = np.unique(counts, return_inverse=True)
+    p = uniq / n_hat
+    vals = p * stats.binom.cdf(k - 2, n - 1, p)
+    return np.asarray(vals[inv].reshape(counts.shape), dtype=np.float64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatisticalExposure:
+    """An estimate of the statistical exposure Q^stat_n(k) with a confidence interval."""
+
+    estimate: float
+    """Estimated share of users (0..1) not k-anonymous in a fresh release of n users."""
+    lower: float
+    """Lower end of the interval (share of users)."""
+    upper: float
+    """Upper end of the interval (share of users)."""
+    estimator: str
+    """``"unbiased"`` (hypergeometric U-statistic, n_hat >= n) or ``"plug-in"`` (n_hat < n)."""
+    interval: str
+    """``"mcdiarmid"`` (distribution-free, radius (2k - 1) sqrt(ln(2/delta) / (2 n_hat))) or ``"bootstrap"``."""
+    n: int
+    """Users in the release."""
+    n_sample: int
+    """Users in the curator's sample (n_hat)."""
+    k: int
+    """Group size."""
+    delta: float
+    """The interval holds with probability >= 1 - delta (bootstrap: approximately)."""
+    mcdiarmid_radius: float
+    """(2k - 1) sqrt(ln(2/delta) / (2 n_hat)), for comparison (NaN for the plug-in)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (shares of users)."""
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+def _counts_of(
+    sample: DataSource | ArrayLike | Mapping[Any, int], columns: Sequence[str] | str | None
+) -> NDArray[np.int64]:
+    if isinstance(sample, Mapping) and columns is None:
+        arr = np.asarray(list(sample.values()), dtype=np.float64)
+    elif isinstance(sample, (list, tuple, np.ndarray)):
+        arr = np.asarray(sample, dtype=np.float64)
+    else:
+        if columns is None:
+            raise InputError("give the columns whose joint values are counted, e.g. columns=['sex', 'race'].")
+        from sdckit.risk._exposure import exposure_curve
+
+        curve = exposure_curve(sample, columns)
+        return np.repeat(curve.sizes, curve.n_groups_of_size)
+    if arr.ndim != 1 or np.any(~np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
+        raise InputError("counts must be a flat list of whole numbers >= 0 (users holding each value).")
+    out = arr.astype(np.int64)
+    return out[out > 0]
+
+
+def estimate_statistical_exposure(
+    sample: DataSource | ArrayLike | Mapping[Any, int],
+    columns: Sequence[str] | str | None = None,
+    *,
+    n: int,
+    k: int,
+    delta: float = 0.05,
+    interval: IntervalMethod = "bootstrap",
+    n_boot: int = 400,
+    seed: int | np.random.Generator | None = None,
+) -> StatisticalExposure:
+    """Estimate Q^stat_n(k) from the curator's sample of n_hat users, with a confidence interval.
+
+    For n_hat >= n the unbiased U-statistic over size-n sub-samples [derived; anonymity notes §3]
+
+        S_hat = sum_v (c_v / n_hat) P(Hypergeom(N = n_hat - 1, K = c_v - 1, draws = n - 1) <= k - 2),
+
+    with |S_hat - Q^stat| <= (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) w.p. >= 1 - delta (McDiarmid,
+    independent of the support size). For n_hat < n the plug-in sum_v p_hat_v P(Bin(n - 1, p_hat_v)
+    <= k - 2). The bootstrap interval (percentile, resampling the sample's counts multinomially) is
+    much tighter than the McDiarmid radius but only approximate.
+
+    Parameters
+    ----------
+    sample : counts of each value in the curator's sample (a list, an array or ``{value: count}``),
+        or a table whose joint values on ``columns`` are counted.
+    columns : the columns, when ``sample`` is a table.
+    n : users in the release.
+    k : group size (>= 1).
+    delta : 1 - confidence level, in (0, 1).
+    interval : ``"bootstrap"`` (default) or ``"mcdiarmid"`` (only for n_hat >= n).
+    n_boot : bootstrap resamples.
+    seed : seed or numpy Generator of the bootstrap.
+
+    Examples
+    --------
+    >>> est = estimate_statistical_exposure([40, 30, 20, 5, 3, 1, 1], n=50, k=3, interval="mcdiarmid")
+    >>> est.estimator, round(est.estimate, 6), round(est.mcdiarmid_radius, 4)
+    ('unbiased', 0.058544, 0.6791)
+    """
+    counts = _counts_of(sample, columns)
+    n_hat = int(counts.sum())
+    if n_hat == 0:
+        raise EmptyTableError("the curator's sample has no users; there is nothing to estimate from.")
+    n_i, k_i = _check_n(n), int(check_k(k))
+    if not 0 < delta < 1:
+        raise ParameterError(f"delta={delta!r} must be in (0, 1), e.g. 0.05 for a 95% interval.")
+    if interval not in _INTERVALS:
+        raise ParameterError(f"interval={interval!r}: use 'bootstrap' or 'mcdiarmid'.")
+    unbiased = n_hat >= n_i
+    terms = _hyper_terms if unbiased else _binom_terms
+    estimate = float(terms(counts, n_hat, n_i, k_i).sum())
+    radius = (2 * k_i - 1) * math.sqrt(math.log(2 / delta) / (2 * n_hat)) if unbiased else math.nan
+    if interval == "mcdiarmid":
+        if not unbiased:
+            raise ParameterError(
+                f"the McDiarmid interval needs a sample at least as large as the release (n_hat={n_hat:,} < "
+                f"n={n_i:,}); use interval='bootstrap'."
+            )
+        lo, hi = max(0.0, estimate - radius), min(1.0, estimate + radius)
+    else:
+        rng = np.random.default_rng(seed)
+        boot = rng.multinomial(n_hat, counts / n_hat, size=int(n_boot))
+        reps = terms(boot, n_hat, n_i, k_i).sum(axis=1)
+        lo, hi = (float(x) for x in np.quantile(reps, [delta / 2, 1 - delta / 2]))
+    return StatisticalExposure(
+        estimate=estimate,
+        lower=float(lo),
+        upper=float(hi),
+        estimator="unbiased" if unbiased else "plug-in",
+        interval=interval,
+        n=n_i,
+        n_sample=n_hat,
+        k=k_i,
+        delta=float(delta),
+        mcdiarmid_radius=radius,
+    )
+
+
+def plugin_exposure(counts: ArrayLike, *, n: int, k: int) -> float:
+    """The naive plug-in exposure: share of the sample's users in groups of < k (k scaled to n).
+
+    Reads the sample as if it were the release: users whose value has fewer than k * n_hat / n
+    sample holders. For comparison only: at k-anonymity scale it has no useful accuracy guarantee
+    (anonymity notes §3, Le Cam bound).
+    """
+    c = np.asarray(counts, dtype=np.int64)
+    c = c[c > 0]
+    n_hat = int(c.sum())
+    limit = int(check_k(k)) * n_hat  # c / n_hat < k / n  <=>  c n < k n_hat (integers)
+    return float(c[c * _check_n(n) < limit].sum() / n_hat)

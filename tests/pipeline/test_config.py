@@ -1,0 +1,91 @@
+"""Pipeline files: every key validated, precise errors, paths resolved against the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sdckit.errors import ConfigError
+from sdckit.pipeline import MicroaggregateStep, NoiseStep, SuppressStep, load_config, parse_config
+
+GOOD = """
+input: people.csv
+name: My release
+quasi_identifiers: [age, sex]
+numeric: [age, income]
+k: 3
+budget: 0.1
+seed: 7
+steps:
+  - microaggregate: {method: mdav, k: 4, positivity: same}
+  - noise: {t: 0.5, distribution: laplace}
+  - suppress: plan
+output:
+  data: out/protected.parquet
+  report: out/report.html
+"""
+
+
+def test_a_complete_file(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(GOOD)
+    cfg = load_config(path)
+    assert cfg.input == str(tmp_path / "people.csv")
+    assert cfg.quasi_identifiers == ("age", "sex")
+    assert (cfg.k, cfg.budget, cfg.seed) == (3, 0.1, 7)
+    assert cfg.steps == (
+        MicroaggregateStep(method="mdav", k=4, positivity="same"),
+        NoiseStep(t=0.5, distribution="laplace"),
+        SuppressStep(columns="plan"),
+    )
+    assert cfg.output_data == str(tmp_path / "out/protected.parquet")
+    assert cfg.to_dict()["steps"][0] == {
+        "microaggregate": {"method": "mdav", "k": 4, "columns": None, "restore_moments": True, "positivity": "same"}
+    }
+
+
+def test_defaults_mean_the_bundled_adult_data() -> None:
+    cfg = parse_config({})
+    assert cfg.uses_adult and cfg.k == 5 and cfg.budget == 0.05 and cfg.steps == ()
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"quasi_identifier": ["a"]}, "unknown key 'quasi_identifier'. Did you mean 'quasi_identifiers'"),
+        ({"k": "5"}, r"<dict>.k: expected a whole number, got '5' \(str\)"),
+        ({"k": 0}, "k: must be >= 1, got 0"),
+        ({"k": True}, "expected a whole number"),
+        ({"budget": 1.5}, "budget: must be between 0.0 and 1.0, got 1.5"),
+        ({"numeric": []}, "expected a non-empty list of column names"),
+        ({"steps": {"noise": {}}}, "expected a list of steps"),
+        ({"steps": [{"microaggregation": {}}]}, "steps\\[0\\]: unknown key 'microaggregation'. Did you mean 'microaggregate'"),
+        ({"steps": [{"microaggregate": {"kk": 3}}]}, "steps\\[0\\].microaggregate: unknown key 'kk'"),
+        ({"steps": [{"microaggregate": {"method": "kmeans"}}]}, "'kmeans' is not one of mdav"),
+        ({"steps": [{"noise": {"t": -1}}]}, "steps\\[0\\].noise.t: must be between"),
+        ({"steps": [{"noise": {}, "suppress": {}}]}, "each step is one of"),
+        ({"output": {"html": "x"}}, "output: unknown key 'html'"),
+        (["not", "a", "mapping"], "expected a mapping"),
+    ],
+)
+def test_errors_name_the_key_the_value_and_the_fix(raw: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(raw)
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no pipeline file"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("k: [1, 2\n")
+    with pytest.raises(ConfigError, match="bad.yaml is not valid YAML"):
+        load_config(bad)
+    js = tmp_path / "p.json"
+    js.write_text('{"k": 7}')
+    assert load_config(js).k == 7
+
+
+def test_yaml_no_means_no_positivity() -> None:
+    cfg = parse_config({"steps": [{"microaggregate": {"positivity": False}}]})
+    assert cfg.steps[0] == MicroaggregateStep(positivity="none")

@@ -1,0 +1,76 @@
+"""The main report opened in a real browser (Debian's headless Chromium driven by Playwright).
+
+Checks that every section and every plot is present and visible, that the page loads with no
+console errors and makes no network request (the page itself is the only URL), and saves a
+screenshot (to ``$SDCKIT_SCREENSHOT`` when set, e.g. for the README, else to the test's tmp dir).
+Skips, saying why, on a machine without Chromium or Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sdckit.report._main import SECTION_IDS, build_report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (apt-get install chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    build_report(seed=20261130).write(out)
+    return out
+
+
+def test_report_in_headless_chromium(report_page: Path, tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    requests: list[str] = []
+    problems: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(report_page.as_uri(), wait_until="load")
+            for section_id in SECTION_IDS:
+                section = page.locator(f"section#{section_id}")
+                assert section.count() == 1, f"section {section_id!r} is missing"
+                assert section.is_visible(), f"section {section_id!r} is not visible"
+                assert section.locator("h2").inner_text().strip(), f"section {section_id!r} has no title"
+            plots = page.locator("figure.plot")
+            assert plots.count() >= 4, f"expected plots in the report, found {plots.count()}"
+            for i in range(plots.count()):
+                plot = plots.nth(i)
+                plot.scroll_into_view_if_needed()
+                box = plot.locator("svg").bounding_box()
+                assert plot.is_visible() and box is not None, f"plot {i} is not visible"
+                assert box["width"] > 200 and box["height"] > 100, f"plot {i} is too small: {box}"
+            shot = Path(os.environ.get("SDCKIT_SCREENSHOT", str(tmp_path / "report.png")))
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot), full_page=False)
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
+    assert requests == [report_page.as_uri()], f"the page fetched more than itself: {requests}"
+    assert problems == [], f"console errors: {problems}"

@@ -1,0 +1,126 @@
+"""``sdckit risk`` and ``sdckit plan`` as a user meets them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from sdckit.cli import app
+from sdckit.datasets import load_adult
+from sdckit.risk import exposure_curve
+
+COLS = "workclass,marital-status,race,sex"
+
+
+@pytest.fixture(scope="module")
+def adult_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("risk") / "adult.csv"
+    load_adult().write_csv(path)
+    return path
+
+
+def test_risk_json(adult_csv: Path) -> None:
+    r = CliRunner().invoke(app, ["risk", str(adult_csv), "--columns", COLS, "--k", "5", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    curve = exposure_curve(load_adult(), COLS.split(","))  # the library on the same rows
+    assert out["exposure"] == pytest.approx(curve.not_k_anonymous(5), abs=1e-15)
+    assert out["k_anonymity"] == 1
+    assert out["n_unique"] == curve.n_unique
+    assert set(out["bounds"]) == {"lower", "support", "theorem2", "theorem3", "best"}
+    assert out["bounds"]["lower"] <= out["exposure"] <= out["bounds"]["best"]
+    assert [c["support"] for c in out["per_column"]] == [9, 7, 5, 2]  # '?' counts as a workclass value
+
+
+def test_risk_table_plot_and_report(adult_csv: Path, tmp_path: Path) -> None:
+    svg, html = tmp_path / "curve.svg", tmp_path / "risk.html"
+    r = CliRunner().invoke(
+        app, ["risk", str(adult_csv), "-c", COLS, "--t", "0.001", "--plot", str(svg), "--report", str(html)]
+    )
+    assert r.exit_code == 0, r.output
+    assert "true exposure" in r.stdout
+    assert svg.read_text().lstrip().startswith("<?xml")
+    page = html.read_text()
+    assert "Re-identification risk" in page
+    assert "Release plan" in page
+    sidecar = json.loads(html.with_suffix(".json").read_text())
+    assert "risk" in sidecar["sections"]
+
+
+def test_risk_user_errors(adult_csv: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(app, ["risk", str(adult_csv), "--columns", "martial-status"])
+    assert r.exit_code == 1
+    assert "Did you mean 'marital-status'" in r.stderr
+    r = runner.invoke(app, ["risk", str(adult_csv), "--columns", "sex", "--k", "0"])
+    assert r.exit_code == 1
+    assert "k=0 is below 1" in r.stderr
+    r = runner.invoke(app, ["risk", str(adult_csv), "--columns", "sex", "--t", "2"])
+    assert r.exit_code == 1
+    assert "outside [0, 1]" in r.stderr
+    r = runner.invoke(app, ["risk", str(adult_csv), "--columns", "sex", "--k", "2", "--t", "0.1"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["risk", "nowhere.csv", "--columns", "sex"])
+    assert r.exit_code == 1
+    assert "no file at" in r.stderr
+
+
+def test_plan_from_data_and_marginals(adult_csv: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    cols = "age,workclass,education,marital-status,occupation,relationship,race,sex,native-country"
+    r = runner.invoke(app, ["plan", str(adult_csv), "-c", cols, "--k", "5", "--budget", "0.05", "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["bound"] <= 0.05
+    assert set(plan["columns"]) | set(plan["excluded"]) == set(cols.split(","))
+    # the same plan from the counts alone (what the curator receives)
+    adult = load_adult()
+    counts = {c: dict(adult[c].cast(pl.String).value_counts().iter_rows()) for c in cols.split(",")}
+    path = tmp_path / "counts.json"
+    path.write_text(json.dumps(counts))
+    r2 = runner.invoke(app, ["plan", "--from-marginals", str(path), "--k", "5", "--budget", "0.05", "--json"])
+    assert r2.exit_code == 0, r2.output
+    assert json.loads(r2.stdout)["columns"] == plan["columns"]
+    html = tmp_path / "plan.html"
+    r3 = runner.invoke(app, ["plan", "--from-marginals", str(path), "--report", str(html), "--weights", "age=3"])
+    assert r3.exit_code == 0, r3.output
+    assert "Release:" in r3.stdout
+    assert "Release plan" in html.read_text()
+
+
+def test_plan_user_errors(adult_csv: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    r = runner.invoke(app, ["plan", "--from-marginals", str(bad)])
+    assert r.exit_code == 1
+    assert "cannot read" in r.stderr
+    uneven = tmp_path / "uneven.json"
+    uneven.write_text(json.dumps({"a": {"x": 3, "y": 2}, "b": {"x": 4}}))
+    r = runner.invoke(app, ["plan", "--from-marginals", str(uneven)])
+    assert r.exit_code == 1
+    assert "every column must count every user once" in r.stderr
+    r = runner.invoke(app, ["plan", str(adult_csv), "-c", "sex", "--method", "lower"])
+    assert r.exit_code == 1
+    assert "guarantees nothing" in r.stderr
+    r = runner.invoke(app, ["plan"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, ["plan", str(adult_csv), "-c", "sex", "--weights", "sex"])
+    assert r.exit_code == 2
+
+
+def test_risk_missing_drop(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    pl.DataFrame({"a": ["x", "x", None, "y", "y"], "b": [1, 1, 1, 2, 2]}).write_csv(path)
+    r = CliRunner().invoke(app, ["risk", str(path), "-c", "a,b", "--k", "2", "--missing", "drop", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert (out["n"], out["n_dropped"], out["exposure"]) == (4, 1, 0.0)  # 2 + 2 rows left, none below 2
+    r = CliRunner().invoke(app, ["risk", str(path), "-c", "a,b", "--k", "2", "--json"])
+    assert json.loads(r.stdout)["exposure"] == 0.2  # the missing value is its own group of 1 of 5
+    r = CliRunner().invoke(app, ["risk", str(path), "-c", "a", "--missing", "maybe"])
+    assert r.exit_code == 2
