@@ -13,6 +13,7 @@ from sdckit.pipeline._config import (
     load_config,
     parse_config,
 )
+from sdckit.pipeline._run import PipelineResult, StepLog, guess_columns, run_pipeline, write_outputs
 
 __all__ = [
     "MicroaggregateStep",
@@ -21,5 +22,10 @@ __all__ = [
     "Step",
     "SuppressStep",
     "load_config",
+    "PipelineResult",
+    "StepLog",
+    "guess_columns",
     "parse_config",
+    "run_pipeline",
+    "write_outputs",
 ]

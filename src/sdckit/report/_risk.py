@@ -48,6 +48,7 @@ def risk_section(
     budget: float = 0.05,
     missing: MissingPolicy = "value",
     plot: bool = True,
+    include_plan: bool = True,
 ) -> Section:
     """Section 'Re-identification risk': k-anonymity, uniques, the exposure curve beside the bounds
     from the marginals, entropy (what it does and does not mean), per-column parts, the release plan.
@@ -59,6 +60,7 @@ def risk_section(
     budget : share of users (0..1) the release plan may leave in groups smaller than k.
     missing : ``"value"`` (default) or ``"drop"``.
     plot : include the exposure figure (inline SVG).
+    include_plan : show the release plan here (False when the report has its own plan section).
     """
     s = risk_summary(data, columns, k=k, missing=missing)
     assert s.marginals is not None
@@ -112,7 +114,7 @@ def risk_section(
             ["column", "support (values)", f"exposed alone (< {k})", f"exposed without it (< {k})"],
             caption="Per-column contributions: a large drop when a column is left out marks the riskiest column",
         ),
-        *_plan_blocks(plan),
+        *(_plan_blocks(plan) if include_plan else []),
         paragraph(
             "Low exposure is an average: some users can still be unique. Several releases sharing columns can "
             "be joined, and survey weights (e.g. fnlwgt) are near-unique and are not quasi-identifiers.",

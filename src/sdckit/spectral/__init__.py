@@ -1,3 +1,70 @@
-"""spectral: see the package docstring of sdckit."""
+"""Private PCA: noise–information separation, leakage and the privacy–utility curve.
 
-__all__: list[str] = []
+The mathematics is in the spectral notes (``docs/spectral.md``; source: Diaz et al.,
+arXiv:1801.03553). The catalogue:
+
+* limit spectrum of a sample covariance for any discrete population law: :func:`support`,
+  :func:`density`, :func:`cdf`, :func:`cauchy_transform` (Silverstein–Choi, bracketed critical points);
+* the seed's spiked model :class:`SpikedModel` (U(t), N(t), t*, P_IT, P_ET, g_IT, g_ET and inverses),
+  with the seed's discriminant method (:func:`separation_discriminant`) and an mpmath path;
+* the mechanism :class:`AdditiveNoise` and the aggregator's :class:`NoisyPCA`;
+* design: :func:`design_noise`, :func:`fit_spiked`; simulation: :func:`simulate_gap`,
+  :func:`simulate_spectrum`.
+"""
+
+from sdckit.spectral._design import NoiseDesign, SpikedFit, design_noise, design_noise_from_data, fit_spiked
+from sdckit.spectral._discriminant import (
+    critical_noise_precise,
+    discriminant_polynomial,
+    separation_discriminant,
+    separation_precise,
+    support_discriminant,
+)
+from sdckit.spectral._leakage import spike_count
+from sdckit.spectral._mechanism import DISTRIBUTIONS, AdditiveNoise, NoiseDistribution, NoisyPCA, draw_noise
+from sdckit.spectral._model import SeparationMethod, SpikedModel, SpikedSupport, SupMethod
+from sdckit.spectral._simulate import GapSimulation, simulate_gap, simulate_spectrum
+from sdckit.spectral._support import (
+    Gap,
+    Interval,
+    Support,
+    cauchy_transform,
+    cdf,
+    companion_transform,
+    density,
+    support,
+)
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "AdditiveNoise",
+    "Gap",
+    "GapSimulation",
+    "Interval",
+    "NoiseDesign",
+    "NoiseDistribution",
+    "NoisyPCA",
+    "SeparationMethod",
+    "SpikedFit",
+    "SpikedModel",
+    "SpikedSupport",
+    "SupMethod",
+    "Support",
+    "cauchy_transform",
+    "cdf",
+    "companion_transform",
+    "critical_noise_precise",
+    "density",
+    "design_noise",
+    "design_noise_from_data",
+    "discriminant_polynomial",
+    "draw_noise",
+    "fit_spiked",
+    "separation_discriminant",
+    "separation_precise",
+    "simulate_gap",
+    "simulate_spectrum",
+    "spike_count",
+    "support",
+    "support_discriminant",
+]

@@ -1,0 +1,91 @@
+"""Report section 'Private PCA': the fitted spectrum, U(t), the privacy–utility curve, the noise to use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sdckit.report._report import Section, figure, metrics, paragraph, table
+
+
+def spectral_section(
+    X: NDArray[np.float64],
+    names: Sequence[str],
+    *,
+    seed: int = 20261130,
+    budget_nats: float = 1.0,
+    k: int | None = None,
+) -> Section:
+    """Private-PCA design for the numeric columns ``X`` (n x p), z-scored (t in units of variance).
+
+    Fits the spiked model to the eigenvalues of the correlation matrix (:func:`fit_spiked`),
+    recommends the noise variance t meeting ``budget_nats`` (information leakage per respondent,
+    nats), and shows U(t), g_IT(eps) and the spectrum before/after noise (one seeded draw).
+    Runs in about a second on Adult's 5 numeric columns.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sdckit.spectral import design_noise_from_data, draw_noise
+    from sdckit.spectral._plots import plot_privacy_utility, plot_separation
+
+    x = np.asarray(X, dtype=float)
+    n = x.shape[0]
+    sd = x.std(axis=0)
+    keep = sd > 0
+    x, names = x[:, keep], [nm for nm, ok in zip(names, keep, strict=True) if ok]
+    fit, d = design_noise_from_data(x, standardize=True, k=k, max_leakage=budget_nats)
+    m = fit.model
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    lam = np.sort(np.linalg.eigvalsh(z.T @ z / n))[::-1]
+    noisy = z + draw_noise(z.shape, d.t, "gaussian", np.random.default_rng(seed))  # what the aggregator sees
+    zn = noisy - noisy.mean(axis=0)
+    lam_noisy = np.sort(np.linalg.eigvalsh(zn.T @ zn / n))[::-1]
+
+    section = Section("spectral", "Private PCA: noise that keeps the principal components")
+    section.add(
+        paragraph(
+            f"Each respondent adds independent noise of variance t to each of the {len(names)} numeric answers "
+            "(z-scored), before sending them. The question is how much noise the principal components survive. "
+            "Random-matrix theory predicts the gap U(t) between the information eigenvalues and the noise "
+            "eigenvalues (Diaz et al., arXiv:1801.03553); leakage is the mutual information between a "
+            "respondent's answers and what they send (nats, Gaussian model)."
+        ),
+        metrics(
+            [
+                ("recommended noise variance t", d.t, " (z units)"),
+                ("information leakage", d.information_leakage_nats, " nats"),
+                ("separation kept", d.utility_share * 100, " %"),
+                ("gap closes at t*", d.critical_noise, ""),
+            ]
+        ),
+        table(
+            [(i + 1, lam[i], lam_noisy[i]) for i in range(len(lam))],
+            ["eigenvalue #", "clean data", f"after noise t = {d.t:.3g} (seed {seed})"],
+            caption="Eigenvalues of the correlation matrix",
+        ),
+        paragraph(
+            f"Fitted spiked model: c = p/n = {m.c:.3g}, k = {fit.k} spike(s) of height s = {m.s:.3g} above a "
+            f"floor b = {fit.floor:.3g} ({fit.how}). {d.note}",
+            note=True,
+        ),
+    )
+    fig = plot_separation(m, t_max=1.2 * (d.critical_noise + fit.floor), mark=d.t + fit.floor)
+    fig.axes[0].set_xlabel("total noise variance (floor + added t)")
+    section.add(figure(fig, caption="U(t): the limit gap between information and noise eigenvalues"))
+    fig = plot_privacy_utility(m, len(names))
+    section.add(figure(fig, caption="g_IT: the separation left under a leakage budget (spiked model, no floor)"))
+    plt.close("all")
+    section.data = {
+        "columns": list(names), "n_rows": n, "eigenvalues": lam, "eigenvalues_noisy": lam_noisy,
+        "fit": fit.to_dict(), "design": d.to_dict(), "seed": seed, "budget_nats": budget_nats,
+    }
+    section.summary = (
+        f"Private PCA: noise variance t = {d.t:.3g} (z units) meets {budget_nats:g} nat(s) of leakage per "
+        f"respondent and keeps {d.utility_share:.0%} of the principal-component gap."
+    )
+    return section

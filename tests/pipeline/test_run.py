@@ -1,0 +1,162 @@
+"""Running pipelines end to end on a small synthetic survey, and through the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from sdckit.cli import app
+from sdckit.errors import ConfigError
+from sdckit.pipeline import parse_config, run_pipeline, write_outputs
+from sdckit.report._main import SECTION_IDS
+from sdckit.risk import Marginals, exposure, joint_exposure_bound
+
+
+@pytest.fixture(scope="module")
+def survey() -> pl.DataFrame:
+    rng = np.random.default_rng(20261130)
+    n = 400
+    income = rng.lognormal(10, 0.6, n)
+    return pl.DataFrame(
+        {
+            "region": rng.choice(["north", "south", "east", "west", "centre"], n, p=[0.4, 0.3, 0.15, 0.1, 0.05]),
+            "sex": rng.choice(["F", "M"], n),
+            "age_group": rng.choice(["18-29", "30-44", "45-64", "65+"], n),
+            "rare": rng.choice([f"v{i}" for i in range(60)], n),
+            "income": income,
+            "hours": np.clip(rng.normal(38, 8, n), 1, None),
+            "spend": income * 0.3 + rng.normal(0, 500, n),
+        }
+    )
+
+
+@pytest.fixture
+def csv(tmp_path: Path, survey: pl.DataFrame) -> Path:
+    path = tmp_path / "survey.csv"
+    survey.write_csv(path)
+    return path
+
+
+def _config(csv: Path, **extra: object) -> dict[str, object]:
+    raw: dict[str, object] = {
+        "input": str(csv),
+        "quasi_identifiers": ["region", "sex", "age_group", "rare"],
+        "numeric": ["income", "hours", "spend"],
+        "k": 3,
+        "budget": 0.1,
+        "steps": [
+            {"microaggregate": {"k": 3, "restore_moments": True}},
+            {"suppress": "plan"},
+        ],
+    }
+    raw.update(extra)
+    return raw
+
+
+def test_pipeline_masks_plans_and_reports(csv: Path, survey: pl.DataFrame) -> None:
+    result = run_pipeline(parse_config(_config(csv)))
+    plan = result.plan
+    # the plan's bound is a valid bound (>= the truth, counted independently with Counter)
+    rows = list(zip(*(survey[c].to_list() for c in plan.columns), strict=True))
+    sizes = Counter(rows)
+    truth = sum(c for c in sizes.values() if c < 3) / survey.height
+    assert truth <= plan.bound + 1e-12 <= 0.1 + 1e-12
+    assert plan.bound == pytest.approx(
+        float(joint_exposure_bound(Marginals.from_data(survey, list(plan.columns)), k=3))
+    )
+    # every row kept, in order; excluded raw quasi-identifiers gone, the rest untouched
+    out = result.protected
+    assert out.height == survey.height
+    excluded = [c for c in ("region", "sex", "age_group", "rare") if c not in plan.columns]
+    assert "rare" in excluded  # 60 values in 400 rows cannot fit a 10% budget at k = 3
+    assert not set(excluded) & set(out.columns)
+    for c in plan.columns:
+        assert out[c].to_list() == survey[c].to_list()
+    # microaggregation + moment restoration: mean and covariance of the original, to 1e-9
+    X = survey.select("income", "hours", "spend").to_numpy()
+    Y = out.select("income", "hours", "spend").to_numpy()
+    np.testing.assert_allclose(Y.mean(axis=0), X.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(np.cov(Y, rowvar=False), np.cov(X, rowvar=False), rtol=1e-9)
+    assert not np.allclose(X, Y)
+    # the report has every section, and the release log
+    ids = [s.id for s in result.report.sections]
+    assert set(SECTION_IDS) <= set(ids) and "release" in ids
+    assert result.steps[0].details["k"] == 3
+
+
+def test_noise_step_is_seeded(csv: Path) -> None:
+    raw = _config(csv, steps=[{"noise": {"t": 0.5, "distribution": "laplace"}}])
+    a = run_pipeline(parse_config(raw), report=False).protected
+    b = run_pipeline(parse_config(raw), report=False).protected
+    c = run_pipeline(parse_config({**raw, "seed": 1}), report=False).protected
+    assert a.equals(b)
+    assert not a.equals(c)
+    # noise of variance t on standardised columns: residual sd / column sd ~ sqrt(0.5)
+    raw_income = pl.read_csv(csv)["income"].to_numpy()
+    resid = a["income"].to_numpy() - raw_income
+    assert resid.std() / raw_income.std() == pytest.approx(np.sqrt(0.5), rel=0.15)  # 400 draws: sd error ~ 5%
+
+
+def test_recommended_noise_uses_the_design(csv: Path) -> None:
+    raw = _config(csv, steps=[{"noise": {"t": "recommended", "epsilon": 0.5}}])
+    log = run_pipeline(parse_config(raw), report=False).steps[0]
+    assert log.details["recommended_by"] == "design_noise"
+    assert log.details["t"] == log.details["design"]["t"] > 0
+
+
+def test_columns_not_in_the_data(csv: Path) -> None:
+    with pytest.raises(ConfigError, match="quasi_identifiers: column 'regoin' is not in the data. Did you mean 'region'"):
+        run_pipeline(parse_config(_config(csv, quasi_identifiers=["regoin"])))
+    bad_step = _config(csv, steps=[{"microaggregate": {"columns": ["incme"]}}])
+    with pytest.raises(ConfigError, match=r"steps\[0\].microaggregate.columns: column 'incme'"):
+        run_pipeline(parse_config(bad_step))
+
+
+def test_data_without_configuration_gets_stated_defaults(csv: Path) -> None:
+    result = run_pipeline(parse_config({"input": str(csv)}), report=False)
+    assert set(result.config.quasi_identifiers or ()) == {"region", "sex", "age_group", "rare"}
+    assert set(result.config.numeric or ()) == {"income", "hours", "spend"}
+
+
+def test_cli_run_writes_data_and_report(tmp_path: Path, csv: Path) -> None:
+    raw = _config(csv, output={"data": str(tmp_path / "out" / "protected.csv"), "report": str(tmp_path / "out" / "r.html")})
+    pipeline = tmp_path / "pipeline.json"
+    pipeline.write_text(json.dumps(raw))
+    r = CliRunner().invoke(app, ["run", str(pipeline), "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    assert set(payload) >= {"plan", "steps", "rows", "columns", "outputs"}
+    assert payload["rows"] == 400
+    written = pl.read_csv(payload["outputs"]["data"])
+    assert written.height == 400 and written.columns == payload["columns"]
+    sidecar = json.loads(Path(payload["outputs"]["sidecar"]).read_text())
+    assert set(SECTION_IDS) <= set(sidecar["sections"])
+
+
+def test_cli_run_errors(tmp_path: Path, csv: Path) -> None:
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"input: {csv}\nquasi_identifier: [region]\n")
+    r = CliRunner().invoke(app, ["run", str(pipeline)])
+    assert r.exit_code == 1
+    assert "unknown key 'quasi_identifier'. Did you mean 'quasi_identifiers'" in r.stderr
+    assert "Traceback" not in r.output
+    r = CliRunner().invoke(app, ["run", str(tmp_path / "nope.yaml")])
+    assert r.exit_code == 1 and "no pipeline file" in r.stderr
+
+
+def test_cli_report_on_a_csv(tmp_path: Path, csv: Path) -> None:
+    out = tmp_path / "report.html"
+    r = CliRunner().invoke(
+        app, ["report", str(csv), "-q", "region,sex", "--numeric", "income,hours", "-o", str(out), "--k", "3", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    assert payload["plan"]["k"] == 3
+    assert exposure(pl.read_csv(csv), ["region", "sex"], k=3) <= payload["plan"]["bound"] + 1e-12
+    assert out.exists()
