@@ -75,9 +75,14 @@ def spectral_section(
         ),
     )
     fig = plot_separation(m, t_max=1.2 * (d.critical_noise + fit.floor), mark=d.t + fit.floor)
-    fig.axes[0].set_xlabel("total noise variance (floor + added t)")
+    ax = fig.axes[0]
+    ax.set_xlabel("total noise variance (floor b already in the data + added t)")
+    # the model counts the floor as noise already present: label both scales so they match the numbers above
+    ax.lines[1].set_label(f"gap closes: b + t* = {fit.floor:.3g} + {d.critical_noise:.4g}")
+    ax.lines[2].set_label(f"recommended: b + t = {fit.floor:.3g} + {d.t:.3g}")
+    ax.legend()
     section.add(figure(fig, caption="U(t): the limit gap between information and noise eigenvalues"))
-    fig = plot_privacy_utility(m, len(names))
+    fig = plot_privacy_utility(m, len(names), mark=budget_nats, eps_max=max(1.0, 2 * budget_nats))
     section.add(figure(fig, caption="g_IT: the separation left under a leakage budget (spiked model, no floor)"))
     plt.close("all")
     section.data = {
