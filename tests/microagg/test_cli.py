@@ -72,7 +72,7 @@ def test_user_errors_exit_1_without_traceback() -> None:
     assert "5000" in r.stderr
     r = runner.invoke(app, ["microaggregate", CENSUS, "-c", COLS, "--out", "x.xlsx"])
     assert r.exit_code == 1
-    assert ".parquet or .csv" in r.stderr
+    assert "end the name in one of .parquet" in r.stderr
 
 
 def test_bad_options_exit_2() -> None:

@@ -47,7 +47,10 @@ def test_a_complete_file(tmp_path: Path) -> None:
 
 def test_defaults_mean_the_bundled_adult_data() -> None:
     cfg = parse_config({})
-    assert cfg.uses_adult and cfg.k == 5 and cfg.budget == 0.05 and cfg.steps == ()
+    assert cfg.uses_adult
+    assert cfg.k == 5
+    assert cfg.budget == 0.05
+    assert cfg.steps == ()
 
 
 @pytest.mark.parametrize(
@@ -79,7 +82,7 @@ def test_file_errors(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("k: [1, 2\n")
-    with pytest.raises(ConfigError, match="bad.yaml is not valid YAML"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml is not valid YAML"):
         load_config(bad)
     js = tmp_path / "p.json"
     js.write_text('{"k": 7}')

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sdckit.cli import app
 from sdckit.errors import ConfigError
-from sdckit.pipeline import parse_config, run_pipeline, write_outputs
+from sdckit.pipeline import parse_config, run_pipeline
 from sdckit.report._main import SECTION_IDS
 from sdckit.risk import Marginals, exposure, joint_exposure_bound
 
@@ -86,7 +86,8 @@ def test_pipeline_masks_plans_and_reports(csv: Path, survey: pl.DataFrame) -> No
     assert not np.allclose(X, Y)
     # the report has every section, and the release log
     ids = [s.id for s in result.report.sections]
-    assert set(SECTION_IDS) <= set(ids) and "release" in ids
+    assert set(SECTION_IDS) <= set(ids)
+    assert "release" in ids
     assert result.steps[0].details["k"] == 3
 
 
@@ -111,7 +112,7 @@ def test_recommended_noise_uses_the_design(csv: Path) -> None:
 
 
 def test_columns_not_in_the_data(csv: Path) -> None:
-    with pytest.raises(ConfigError, match="quasi_identifiers: column 'regoin' is not in the data. Did you mean 'region'"):
+    with pytest.raises(ConfigError, match=r"quasi_identifiers: column 'regoin' is not in the data\. Did you mean 'region'"):
         run_pipeline(parse_config(_config(csv, quasi_identifiers=["regoin"])))
     bad_step = _config(csv, steps=[{"microaggregate": {"columns": ["incme"]}}])
     with pytest.raises(ConfigError, match=r"steps\[0\].microaggregate.columns: column 'incme'"):
@@ -134,7 +135,8 @@ def test_cli_run_writes_data_and_report(tmp_path: Path, csv: Path) -> None:
     assert set(payload) >= {"plan", "steps", "rows", "columns", "outputs"}
     assert payload["rows"] == 400
     written = pl.read_csv(payload["outputs"]["data"])
-    assert written.height == 400 and written.columns == payload["columns"]
+    assert written.height == 400
+    assert written.columns == payload["columns"]
     sidecar = json.loads(Path(payload["outputs"]["sidecar"]).read_text())
     assert set(SECTION_IDS) <= set(sidecar["sections"])
 
@@ -147,7 +149,8 @@ def test_cli_run_errors(tmp_path: Path, csv: Path) -> None:
     assert "unknown key 'quasi_identifier'. Did you mean 'quasi_identifiers'" in r.stderr
     assert "Traceback" not in r.output
     r = CliRunner().invoke(app, ["run", str(tmp_path / "nope.yaml")])
-    assert r.exit_code == 1 and "no pipeline file" in r.stderr
+    assert r.exit_code == 1
+    assert "no pipeline file" in r.stderr
 
 
 def test_cli_report_on_a_csv(tmp_path: Path, csv: Path) -> None:

@@ -29,7 +29,8 @@ def _report() -> Report:
 
 def test_html_is_self_contained_and_escaped() -> None:
     html = _report().render()
-    assert "<svg" in html and "a line" in html
+    assert "<svg" in html
+    assert "a line" in html
     assert "a &lt; b &amp; c" in html
     assert "1,234,567" in html
     # nothing that a browser would fetch: no src/href to another host, no DOCTYPE pointing to w3.org DTDs
@@ -40,7 +41,8 @@ def test_html_is_self_contained_and_escaped() -> None:
 
 def test_sidecar_records_everything(tmp_path: Path) -> None:
     page, sidecar = _report().write(tmp_path / "sub" / "out.html")
-    assert page.exists() and sidecar.name == "out.json"
+    assert page.exists()
+    assert sidecar.name == "out.json"
     data = json.loads(sidecar.read_text())
     assert data["seed"] == 3
     assert data["parameters"] == {"k": 5}

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
 
+from sdckit._io import write_table
 from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
-from sdckit.errors import UnreadableInputError
 
 _METHODS = ("mdav", "mdav_blocked", "vmdav", "rank", "pca", "single")
 _POSITIVITY = ("same", "subset", "global")
@@ -18,16 +17,6 @@ _POSITIVITY = ("same", "subset", "global")
 def register(app: typer.Typer) -> None:
     """Add ``microaggregate`` to the root app."""
     app.command("microaggregate")(microaggregate)
-
-
-def _write(frame: Any, out: Path) -> None:
-    name = out.name.lower()
-    if name.endswith(".parquet"):
-        frame.write_parquet(out)
-    elif name.endswith(".csv"):
-        frame.write_csv(out)
-    else:
-        raise UnreadableInputError(f"cannot write {out.name!r}: use a .parquet or .csv file name for --out.")
 
 
 @handles_errors
@@ -76,7 +65,7 @@ def microaggregate(
             release = MomentRestorer(columns=names).fit(frame, release).transform(release)
         table = utility_table(frame, release, columns=names, seed=seed)
     if out is not None:
-        _write(release, out)
+        write_table(release, out)
     payload = {
         "source": data.name,
         "columns": names,

@@ -1,9 +1,180 @@
-"""CLI commands of `sdckit.protocol` (filled in by its issue)."""
+"""``sdckit protocol``: keys, services and an end-to-end simulation of the shuffle protocol."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.table import Table
+
+from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stderr, stdout
+
+protocol_app = typer.Typer(
+    name="protocol",
+    help="The shuffle protocol: users -> shuffler -> curator (marginals, plan) -> analyst (release).",
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add the ``protocol`` command group to the root app."""
+    app.add_typer(protocol_app, name="protocol")
+
+
+@protocol_app.command("keygen")
+@handles_errors
+def keygen(
+    path: Path = typer.Argument(
+        ..., help="Where to write the private key (mode 0600); the public key goes to PATH.pub."
+    ),
+    suite: str = typer.Option(
+        "x25519", "--suite", help="x25519 (default) or mlkem768-x25519 (hybrid post-quantum)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an existing key file."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Generate an HPKE key pair for a shuffler, curator or analyst."""
+    from sdckit.protocol import generate_key_file
+    from sdckit.protocol._crypto import check_suite
+
+    if suite not in ("x25519", "mlkem768-x25519"):
+        raise typer.BadParameter(
+            f"unknown suite {suite!r}; use x25519 or mlkem768-x25519", param_hint="--suite"
+        )
+    public = generate_key_file(path, suite=check_suite(suite), force=force)
+    if as_json:
+        print_json(
+            {"private_key_file": str(path), "public_key_file": f"{path}.pub", "public_key": public.to_text()}
+        )
+        return
+    stdout.print(f"wrote [bold]{path}[/] (0600) and {path}.pub")
+    stdout.print(public.to_text(), highlight=False, soft_wrap=True)
+
+
+@protocol_app.command("serve")
+@handles_errors
+def serve(
+    role: str = typer.Argument(..., help="shuffler, curator or analyst."),
+    config: Path = typer.Option(..., "--config", help="The service's YAML or JSON config file."),
+) -> None:
+    """Run one service in the foreground (Ctrl-C stops it)."""
+    from sdckit.protocol.services import ROLES, load_config
+    from sdckit.protocol.services import serve as run
+
+    if role not in ROLES:
+        raise typer.BadParameter(
+            f"unknown role {role!r}; use shuffler, curator or analyst", param_hint="ROLE"
+        )
+    cfg = load_config(config, role=role)
+    stderr.print(f"{role} on http://{cfg.host}:{cfg.port} (OpenAPI at /docs and /openapi.json)")
+    run(cfg)
+
+
+@protocol_app.command("simulate")
+@handles_errors
+def simulate(
+    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file; one row per user."),
+    columns: str = typer.Option(..., "--columns", "-c", help="Comma-separated features of round 1."),
+    k: int = typer.Option(5, "--k", min=1, help="Group size of the k-anonymity target (users)."),
+    budget: float = typer.Option(
+        0.05, "--budget", min=0.0, max=1.0, help="Share of users (0..1) allowed in groups < k."
+    ),
+    users: int | None = typer.Option(None, "--users", min=1, help="Use a random sample of this many users."),
+    setting: str = typer.Option(
+        "fixed", "--setting", help="fixed (same users twice) or statistical (round 1 is a sample)."
+    ),
+    round1_users: int | None = typer.Option(
+        None, "--round1-users", min=1, help="Statistical setting: users in round 1."
+    ),
+    method: str = typer.Option(
+        "best", "--method", help="Planner bound: best, theorem2, theorem3 or support."
+    ),
+    local_suppression: bool = typer.Option(
+        False, "--local-suppression", help="Publish redaction rules for rare values."
+    ),
+    suite: str = typer.Option("x25519", "--suite", help="x25519 or mlkem768-x25519."),
+    batch_threshold: int = typer.Option(
+        1000, "--batch-threshold", min=1, help="The shuffler's batch threshold (messages)."
+    ),
+    per_request: int = typer.Option(32, "--per-request", min=1, help="Users' messages per HTTP request."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the user sampling."),
+    workdir: Path | None = typer.Option(
+        None, "--workdir", help="Keep keys, stores and logs here (default: temporary)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Run both rounds on loopback with three real services and verify the release."""
+    from sdckit.protocol import simulate as run
+
+    cols = parse_columns(columns) or []
+    if setting not in ("fixed", "statistical"):
+        raise typer.BadParameter("use fixed or statistical", param_hint="--setting")
+    if method not in ("best", "theorem2", "theorem3", "support"):
+        raise typer.BadParameter("use best, theorem2, theorem3 or support", param_hint="--method")
+    if suite not in ("x25519", "mlkem768-x25519"):
+        raise typer.BadParameter("use x25519 or mlkem768-x25519", param_hint="--suite")
+    with ExitStack() as stack:
+        bars: dict[str, tuple[Any, int]] = {}  # stage -> (advance, users acknowledged so far)
+
+        def on_progress(stage: str, done: int, total: int) -> None:
+            if stage not in bars:  # one bar per round, closed with the stack (also on error)
+                bars[stage] = (
+                    stack.enter_context(progress(f"{stage}: users", total=total, quiet=as_json)),
+                    0,
+                )
+            advance, before = bars[stage]
+            advance(done - before)
+            bars[stage] = (advance, done)
+
+        result = run(
+            str(data),
+            cols,
+            k=k,
+            budget=budget,
+            users=users,
+            setting=setting,  # type: ignore[arg-type]
+            round1_users=round1_users,
+            method=method,  # type: ignore[arg-type]
+            local_suppression=local_suppression,
+            suite=suite,  # type: ignore[arg-type]
+            batch_threshold=batch_threshold,
+            users_per_request=per_request,
+            seed=seed,
+            workdir=workdir,
+            progress=on_progress,
+        )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    _render(result)
+
+
+def _render(result: Any) -> None:
+    plan = result.plan
+    stdout.print(
+        f"[bold]{result.n_round1:,}[/] users in round 1, [bold]{result.n_round2:,}[/] in round 2 "
+        f"({result.setting} setting, {result.suite}); {result.seconds['total']:.1f} s"
+    )
+    marg = Table("feature", "values", "rarest value (users)", title="Round 1: marginals the curator counted")
+    for f, counts in result.marginals.items():
+        rare = min(counts.items(), key=lambda kv: kv[1]) if counts else ("-", 0)
+        marg.add_row(f, f"{len(counts):,}", f"{rare[0]} ({rare[1]:,})")
+    stdout.print(marg)
+    cols = ", ".join(plan.columns) or "(none)"
+    stdout.print(
+        f"Plan: release [bold]{cols}[/] at k={plan.k}: bound {plan.bound:.4f} <= budget {plan.budget:g} "
+        f"(share of users; {plan.method})"
+    )
+    for f, why in plan.excluded.items():
+        stdout.print(f"  left out [bold]{f}[/]: {why}", highlight=False)
+    if plan.redactions:
+        stdout.print(f"  {len(plan.redactions)} redaction rule(s); redacted entries: {dict(result.redacted)}")
+    ok = "[green]verified[/]" if result.verified else "[bold red]NOT verified[/]"
+    stdout.print(
+        f"Release: {result.n_released:,} rows; true share of rows in groups < {plan.k}: "
+        f"{result.exposure_at_k:.4f}; equals the input on the planned columns as a multiset: {ok}"
+    )
+    speed = ", ".join(f"{s} {v:,.0f}" for s, v in result.users_per_second.items() if v == v)
+    stdout.print(f"Users per second: {speed}")

@@ -280,7 +280,7 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
     def resolve(p: str | None) -> str | None:
         if p is None or base is None or p.lower() == "adult" or Path(p).is_absolute():
             return p
-        return str((base / p))
+        return str(base / p)
 
     output = _mapping(obj.get("output"), f"{where}.output")
     _check_keys(output, ("data", "report"), f"{where}.output")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sdckit._io import read_data
+from sdckit._io import read_data, write_table
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import MicroaggregateStep, NoiseStep, PipelineConfig, SuppressStep
 from sdckit.report._report import Report
@@ -260,25 +260,7 @@ def write_outputs(result: PipelineResult) -> dict[str, Path]:
     written: dict[str, Path] = {}
     cfg = result.config
     if cfg.output_data:
-        path = Path(cfg.output_data)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        suffix = "".join(path.suffixes[-2:]) if path.suffix == ".gz" else path.suffix
-        suffix = suffix.lower()
-        if suffix in (".parquet", ".pq"):
-            result.protected.write_parquet(path)
-        elif suffix in (".csv", ".csv.gz"):
-            if suffix == ".csv.gz":
-                import gzip
-
-                with gzip.open(path, "wb") as fh:
-                    result.protected.write_csv(fh)
-            else:
-                result.protected.write_csv(path)
-        elif suffix in (".jsonl", ".ndjson"):
-            result.protected.write_ndjson(path)
-        else:
-            raise ConfigError(f"output.data: cannot write {path.name!r}; end the name in .parquet, .csv, .csv.gz or .jsonl.")
-        written["data"] = path
+        written["data"] = write_table(result.protected, cfg.output_data)
     if cfg.output_report:
         html, sidecar = result.report.write(cfg.output_report)
         written["report"], written["sidecar"] = html, sidecar

@@ -1,0 +1,126 @@
+"""What the parties agree on in public: a collection's specification and the curator's plan."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from sdckit.errors import ConfigError, ParameterError
+from sdckit.protocol._crypto import SuiteName, check_suite
+from sdckit.protocol._wire import HEADER_LENGTH
+
+Setting: TypeAlias = Literal["fixed", "statistical"]
+"""``fixed``: the same users in both rounds (Section 2 bounds apply); ``statistical``: round-1 users
+are a sample of the population the round-2 users come from (Section 3 estimators apply) [seed §5]."""
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def check_collection_id(collection: str) -> str:
+    """A collection id is 1-64 characters of letters, digits, ``.``, ``_``, ``-``."""
+    if not isinstance(collection, str) or not _ID.match(collection):
+        raise ParameterError(
+            f"collection id {collection!r} is not allowed; use 1-64 letters, digits, '.', '_' or '-'"
+        )
+    return collection
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectionSpec:
+    """One run of the protocol ("collection"), published by the curator before round 1."""
+
+    id: str
+    """Collection id; part of every HPKE ``info`` label, so messages cannot cross collections."""
+    features: tuple[str, ...]
+    """The features every user sends in round 1 (one message each, in any order)."""
+    suite: SuiteName = "x25519"
+    """HPKE suite of every key in the collection."""
+    round1_pad: int = 256
+    """Length in bytes of every round-1 inner plaintext (header of 20 bytes included)."""
+    round2_pad: int = 1024
+    """Length in bytes of every round-2 inner plaintext."""
+    setting: Setting = "fixed"
+    """``fixed`` or ``statistical`` (see :data:`Setting`)."""
+
+    def __post_init__(self) -> None:
+        check_collection_id(self.id)
+        check_suite(self.suite)
+        if not self.features or len(set(self.features)) != len(self.features):
+            raise ParameterError(f"features must be non-empty and distinct, got {list(self.features)}")
+        for name, pad in (("round1_pad", self.round1_pad), ("round2_pad", self.round2_pad)):
+            if not isinstance(pad, int) or not HEADER_LENGTH < pad <= 65_535:
+                raise ParameterError(f"{name}={pad!r}: give a length in bytes in ({HEADER_LENGTH}, 65535]")
+        if self.setting not in ("fixed", "statistical"):
+            raise ParameterError(f"setting={self.setting!r}: use 'fixed' or 'statistical'")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["features"] = list(self.features)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CollectionSpec:
+        try:
+            return cls(**{**d, "features": tuple(d["features"])})
+        except (TypeError, KeyError) as err:
+            raise ConfigError(f"not a collection specification: {err}") from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Redaction:
+    """A local-suppression rule [seed §8]: holders of ``value`` for ``feature`` always redact it,
+    every other user redacts that feature with probability ``probability`` (so a redaction does not
+    single out the holders)."""
+
+    feature: str
+    value_key: str
+    """Canonical encoding of the redacted value (:func:`sdckit.protocol.encode_value`)."""
+    probability: float
+    """Probability (0..1) that a user who does not hold the value redacts the feature anyway."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedPlan:
+    """The curator's public decision: which columns round 2 carries, and why."""
+
+    collection: str
+    columns: tuple[str, ...]
+    """The planned columns J, in release order."""
+    k: int
+    """Group size of the k-anonymity target (users)."""
+    budget: float
+    """Largest share of users (0..1) allowed in groups smaller than k."""
+    bound: float
+    """The planner's bound or estimate of that share for ``columns`` (share of users, 0..1)."""
+    method: str
+    """How ``bound`` was obtained (the risk planner's method name)."""
+    excluded: Mapping[str, str] = field(default_factory=dict)
+    """Why each left-out feature was left out."""
+    n_round1: int = 0
+    """Users counted in round 1."""
+    setting: Setting = "fixed"
+    redactions: tuple[Redaction, ...] = ()
+    """Local-suppression rules (empty: global suppression only)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["columns"] = list(self.columns)
+        d["excluded"] = dict(self.excluded)
+        d["redactions"] = [asdict(r) for r in self.redactions]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PublishedPlan:
+        try:
+            return cls(
+                **{
+                    **d,
+                    "columns": tuple(d["columns"]),
+                    "excluded": dict(d.get("excluded", {})),
+                    "redactions": tuple(Redaction(**r) for r in d.get("redactions", ())),
+                }
+            )
+        except (TypeError, KeyError) as err:
+            raise ConfigError(f"not a published plan: {err}") from None

@@ -1,0 +1,84 @@
+"""The analyst's logic: decrypt round 2, deduplicate, build the released table (pure, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import polars as pl
+
+from sdckit.errors import MalformedMessageError
+from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
+from sdckit.protocol._spec import CollectionSpec, PublishedPlan
+from sdckit.protocol._wire import REDACTED, RowMessage, unpack_row
+from sdckit.protocol.parties._common import Tally
+
+
+class Analyst:
+    """Receives one row per user on the planned columns, with no link to who sent it.
+
+    Parameters
+    ----------
+    private_key : The analyst's HPKE private key.
+    spec : The collection.
+    plan : The curator's published plan (the columns every row must carry, in order).
+
+    Attributes
+    ----------
+    rows : The accepted rows (tuples of values in plan order; :data:`REDACTED` where redacted).
+    tally : Messages accepted, duplicated (salt seen before) and rejected.
+    """
+
+    def __init__(self, private_key: PrivateKey, spec: CollectionSpec, plan: PublishedPlan) -> None:
+        self.private_key = private_key
+        self.spec = spec
+        self.plan = plan
+        self.rows: list[tuple[Any, ...]] = []
+        self.tally = Tally()
+        self._salts: set[bytes] = set()
+        self._info = info_label(spec.id, 2, "analyst")
+
+    def open(self, inner: bytes) -> RowMessage:
+        """Decrypt and parse one round-2 message; :class:`MalformedMessageError` if it does not
+        open, is not padded to the round's length or does not carry exactly the planned columns."""
+        msg = unpack_row(open_sealed(self.private_key, inner, self._info), self.spec.round2_pad)
+        if msg.columns != self.plan.columns:
+            raise MalformedMessageError(
+                f"row with columns {list(msg.columns)}; the plan is {list(self.plan.columns)}"
+            )
+        return msg
+
+    def receive(self, batch: Iterable[bytes]) -> Tally:
+        """Open, deduplicate (by salt) and keep a batch of rows from the shuffler."""
+        acc = dup = rej = 0
+        for inner in batch:
+            try:
+                msg = self.open(inner)
+            except MalformedMessageError:
+                rej += 1
+                continue
+            if msg.salt in self._salts:
+                dup += 1
+                continue
+            self._salts.add(msg.salt)
+            self.rows.append(msg.values)
+            acc += 1
+        t = Tally(acc, dup, rej)
+        self.tally = self.tally + t
+        return t
+
+    def release(self) -> pl.DataFrame:
+        """The released table (see :func:`rows_to_frame`)."""
+        return rows_to_frame(self.rows, self.plan.columns)
+
+
+def rows_to_frame(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> pl.DataFrame:
+    """A polars DataFrame of ``rows`` on ``columns``; a redacted entry becomes null (the count of
+    redactions per column is in :func:`count_redacted`)."""
+    data = {c: [None if r[i] is REDACTED else r[i] for r in rows] for i, c in enumerate(columns)}
+    return pl.DataFrame(data, strict=False)
+
+
+def count_redacted(rows: Sequence[Sequence[Any]], columns: Sequence[str]) -> dict[str, int]:
+    """Number of redacted entries per column."""
+    return {c: sum(1 for r in rows if r[i] is REDACTED) for i, c in enumerate(columns)}

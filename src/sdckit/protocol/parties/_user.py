@@ -1,0 +1,120 @@
+"""The user's side: encode both rounds (pure; randomness from ``secrets`` unless an rng is given)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from sdckit.errors import ParameterError
+from sdckit.protocol._crypto import PublicKey, info_label, seal
+from sdckit.protocol._spec import CollectionSpec, PublishedPlan
+from sdckit.protocol._wire import REDACTED, SALT_LENGTH, encode_value, pack_feature, pack_row
+
+
+class User:
+    """A user's device: seals its values twice, for the curator (or analyst), then the shuffler.
+
+    Round 1 sends one message per feature of the collection, every user the same number:
+    ``Enc(pk_shuffler, Enc(pk_curator, pad(version | kind | salt | [feature, value])))``.
+    Round 2 sends one message holding the planned columns, sealed for the analyst inside.
+    Salts are 16 bytes from ``secrets`` (the OS CSPRNG) [seed; anonymity notes §5].
+
+    Parameters
+    ----------
+    spec : The collection's public specification.
+    shuffler_key, curator_key, analyst_key : The parties' public keys (``analyst_key`` is needed
+        for round 2 only).
+
+    Examples
+    --------
+    >>> from sdckit.protocol import CollectionSpec, PrivateKey
+    >>> spec = CollectionSpec(id="demo", features=("sex", "race"))
+    >>> keys = [PrivateKey.generate() for _ in range(3)]
+    >>> user = User(spec, shuffler_key=keys[0].public_key(), curator_key=keys[1].public_key())
+    >>> messages = user.round1({"sex": "Male", "race": "White", "age": 39})
+    >>> len(messages), {len(m) for m in messages}   # 32 + (32 + 256 + 16) + 16 bytes each
+    (2, {352})
+    """
+
+    def __init__(
+        self,
+        spec: CollectionSpec,
+        *,
+        shuffler_key: PublicKey,
+        curator_key: PublicKey,
+        analyst_key: PublicKey | None = None,
+    ) -> None:
+        for name, key in (("shuffler", shuffler_key), ("curator", curator_key), ("analyst", analyst_key)):
+            if key is not None and key.suite != spec.suite:
+                raise ParameterError(
+                    f"the {name} key is {key.suite}; collection {spec.id!r} uses {spec.suite}"
+                )
+        self.spec = spec
+        self.shuffler_key = shuffler_key
+        self.curator_key = curator_key
+        self.analyst_key = analyst_key
+        self._info = {
+            (1, "shuffler"): info_label(spec.id, 1, "shuffler"),
+            (1, "curator"): info_label(spec.id, 1, "curator"),
+            (2, "shuffler"): info_label(spec.id, 2, "shuffler"),
+            (2, "analyst"): info_label(spec.id, 2, "analyst"),
+        }
+
+    def round1(self, row: Mapping[str, Any]) -> list[bytes]:
+        """One doubly sealed message per feature of the collection, in feature order."""
+        out = []
+        for feature in self.spec.features:
+            if feature not in row:
+                raise ParameterError(f"the user's row has no value for feature {feature!r}")
+            plain = pack_feature(
+                feature, row[feature], secrets.token_bytes(SALT_LENGTH), self.spec.round1_pad
+            )
+            inner = seal(self.curator_key, plain, self._info[(1, "curator")])
+            out.append(seal(self.shuffler_key, inner, self._info[(1, "shuffler")]))
+        return out
+
+    def round2(
+        self, row: Mapping[str, Any], plan: PublishedPlan, *, rng: np.random.Generator | None = None
+    ) -> bytes:
+        """The one round-2 message: the planned columns, with the plan's redaction rules applied.
+
+        A redaction rule (feature j, value v*, probability q) makes a holder of v* send
+        :data:`REDACTED` for j, and any other user send it with probability q (seed §8). The coin
+        comes from ``secrets`` unless ``rng`` is given (tests).
+        """
+        if self.analyst_key is None:
+            raise ParameterError("round 2 needs the analyst's public key: User(..., analyst_key=...)")
+        if plan.collection != self.spec.id:
+            raise ParameterError(f"the plan is for collection {plan.collection!r}, not {self.spec.id!r}")
+        values = {}
+        for col in plan.columns:
+            if col not in row:
+                raise ParameterError(f"the user's row has no value for the planned column {col!r}")
+            values[col] = row[col]
+        for rule in plan.redactions:
+            if rule.feature not in values or values[rule.feature] is REDACTED:
+                continue
+            if encode_value(values[rule.feature]) == rule.value_key or _coin(rule.probability, rng):
+                values[rule.feature] = REDACTED
+        plain = pack_row(
+            plan.columns,
+            [values[c] for c in plan.columns],
+            secrets.token_bytes(SALT_LENGTH),
+            self.spec.round2_pad,
+        )
+        inner = seal(self.analyst_key, plain, self._info[(2, "analyst")])
+        return seal(self.shuffler_key, inner, self._info[(2, "shuffler")])
+
+
+def _coin(p: float, rng: np.random.Generator | None) -> bool:
+    if p <= 0:
+        return False
+    if p >= 1:
+        return True
+    if rng is not None:
+        return bool(rng.random() < p)
+    # 53 random bits from the OS: P(u < p) = p up to 2^-53
+    return secrets.randbits(53) < p * (1 << 53)

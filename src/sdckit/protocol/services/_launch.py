@@ -1,0 +1,165 @@
+"""Start the three services on loopback as real processes (for ``simulate``, tests, benchmarks)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sdckit.errors import ProtocolError
+from sdckit.protocol._crypto import SuiteName
+from sdckit.protocol._keyfile import generate_key_file
+from sdckit.protocol.services._config import ROLES, Role
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now (chosen by the OS)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalDeployment:
+    """Shuffler, curator and analyst as child processes on 127.0.0.1, with fresh keys and tokens.
+
+    Use as a context manager: the processes are stopped on exit, even after an error. Each role
+    gets ``workdir/<role>/`` (key, config, SQLite store, logs).
+    """
+
+    workdir: Path
+    suite: SuiteName = "x25519"
+    batch_threshold: int = 100
+    poll_seconds: float = 0.1
+    max_body_bytes: int = 8 * 1024 * 1024
+    startup_timeout: float = 30.0
+    admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    relay_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    urls: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def config_path(self, role: Role) -> Path:
+        return self.workdir / role / "config.json"
+
+    def prepare(self) -> None:
+        """Keys, ports and config files (0600: they hold the tokens)."""
+        self.workdir = Path(self.workdir)
+        ports = {role: free_port() for role in ROLES}
+        self.urls = {role: f"http://127.0.0.1:{ports[role]}" for role in ROLES}
+        for role in ROLES:
+            d = self.workdir / role
+            d.mkdir(parents=True, exist_ok=True)
+            if not (d / "key.json").exists():
+                generate_key_file(d / "key.json", suite=self.suite)
+            cfg: dict[str, Any] = {
+                "role": role,
+                "key_file": "key.json",
+                "data_dir": "data",
+                "admin_token": self.admin_token,
+                "relay_token": self.relay_token,
+                "host": "127.0.0.1",
+                "port": ports[role],
+                "max_body_bytes": self.max_body_bytes,
+            }
+            if role == "shuffler":
+                cfg.update(
+                    curator_url=self.urls["curator"],
+                    analyst_url=self.urls["analyst"],
+                    batch_threshold=self.batch_threshold,
+                    poll_seconds=self.poll_seconds,
+                )
+            path = self.config_path(role)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(cfg, fh, indent=2)
+
+    def spawn(self, role: Role) -> None:
+        """Start one role's process (without waiting for it)."""
+        d = self.workdir / role
+        with open(d / "process.out", "ab") as out:  # the child keeps its own copy of the descriptor
+            self.processes[role] = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sdckit.protocol.services",
+                    role,
+                    "--config",
+                    str(self.config_path(role)),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def wait_healthy(self, role: Role) -> None:
+        """Wait until ``/healthz`` of ``role`` answers; :class:`ProtocolError` if it exits or times out."""
+        proc = self.processes[role]
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                tail = (self.workdir / role / "process.out").read_text(errors="replace")[-2000:]
+                raise ProtocolError(f"the {role} exited at start (code {proc.returncode}): {tail}")
+            try:
+                if httpx.get(f"{self.urls[role]}/healthz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise ProtocolError(f"the {role} did not answer on {self.urls[role]} within {self.startup_timeout} s")
+
+    def start(self, role: Role) -> None:
+        """Start (or restart) one role and wait until it answers."""
+        self.spawn(role)
+        self.wait_healthy(role)
+
+    def __enter__(self) -> LocalDeployment:
+        self.prepare()
+        try:
+            for role in ROLES:  # start all three at once; imports dominate start-up
+                self.spawn(role)
+            for role in ROLES:
+                self.wait_healthy(role)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def kill(self, role: Role, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to one role's process (SIGKILL by default) and reap it."""
+        proc = self.processes.get(role)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(sig)
+            proc.wait(timeout=10)
+
+    def stop_role(self, role: str, timeout: float = 5.0) -> None:
+        proc = self.processes.pop(role, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()  # uvicorn shuts down gracefully on SIGTERM
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        """Stop every process this deployment started."""
+        for role in list(self.processes):
+            self.stop_role(role)
+
+    def admin(self) -> httpx.Client:
+        """An HTTP client with the admin token."""
+        return httpx.Client(headers={"authorization": f"Bearer {self.admin_token}"}, timeout=120.0)

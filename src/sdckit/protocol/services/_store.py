@@ -1,0 +1,284 @@
+"""SQLite storage of the three services (WAL; one connection per process, serialised by a lock).
+
+Ordering: every table that holds messages is ``WITHOUT ROWID`` with a random-looking primary key
+(a hash of the ciphertext, or the message's random salt), so the storage order is a function of
+the content, not of arrival. No table holds a time, an address or a request id.
+
+Durability: a request is acknowledged only after its transaction commits; in WAL mode with
+``synchronous=NORMAL`` a committed transaction survives the process being killed (``FULL``: also
+a power loss).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sdckit.protocol._wire import FeatureMessage, RowMessage, encode_value
+from sdckit.protocol.parties import Tally
+
+
+class _Store:
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # stores hold counts and rows
+        self._con = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._lock = threading.Lock()
+        self._con.execute("PRAGMA journal_mode=WAL")
+        self._con.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
+        self._con.execute(
+            "PRAGMA secure_delete=ON"
+        )  # deleted messages are overwritten, not left in free pages
+        with self.tx() as cur:
+            for stmt in self.SCHEMA:
+                cur.execute(stmt)
+
+    SCHEMA: Sequence[str] = ()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Cursor]:
+        with self._lock:
+            cur = self._con.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
+
+
+class ShufflerStore(_Store):
+    """The shuffler's pool: stripped (inner) ciphertexts keyed by their SHA-256, per round."""
+
+    SCHEMA = (
+        "CREATE TABLE IF NOT EXISTS pool (id BLOB NOT NULL, collection TEXT NOT NULL, round INTEGER NOT NULL,"
+        " msg BLOB NOT NULL, PRIMARY KEY (collection, round, id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS stats (collection TEXT NOT NULL, round INTEGER NOT NULL,"
+        " received INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,"
+        " rejected INTEGER NOT NULL DEFAULT 0, forwarded INTEGER NOT NULL DEFAULT 0,"
+        " flushed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (collection, round)) WITHOUT ROWID",
+    )
+
+    def _stat(self, cur: sqlite3.Cursor, collection: str, round_: int) -> None:
+        cur.execute("INSERT OR IGNORE INTO stats (collection, round) VALUES (?, ?)", (collection, round_))
+
+    def add(self, collection: str, round_: int, inner: Sequence[bytes]) -> int:
+        """Pool ``inner`` ciphertexts; returns how many were new (an identical resubmission is a no-op)."""
+        rows = [(hashlib.sha256(m).digest(), collection, round_, m) for m in inner]
+        with self.tx() as cur:
+            self._stat(cur, collection, round_)
+            before = self._con.total_changes
+            cur.executemany(
+                "INSERT OR IGNORE INTO pool (id, collection, round, msg) VALUES (?, ?, ?, ?)", rows
+            )
+            new = self._con.total_changes - before
+            cur.execute(
+                "UPDATE stats SET received = received + ?, duplicates = duplicates + ? WHERE collection = ? AND round = ?",
+                (new, len(rows) - new, collection, round_),
+            )
+        return new
+
+    def reject(self, collection: str, round_: int, n: int) -> None:
+        with self.tx() as cur:
+            self._stat(cur, collection, round_)
+            cur.execute(
+                "UPDATE stats SET rejected = rejected + ? WHERE collection = ? AND round = ?",
+                (n, collection, round_),
+            )
+
+    def flush(self, collection: str, round_: int) -> None:
+        with self.tx() as cur:
+            self._stat(cur, collection, round_)
+            cur.execute(
+                "UPDATE stats SET flushed = 1 WHERE collection = ? AND round = ?", (collection, round_)
+            )
+
+    def due(self, threshold: int) -> list[tuple[str, int]]:
+        """(collection, round) pairs whose pool reached ``threshold`` or whose round is flushed.
+
+        Reads the counters only (pooled = received - forwarded: every pooled message was counted
+        once when it was inserted and once when it was deleted), so polling costs O(rounds)."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT collection, round, received - forwarded, flushed FROM stats WHERE received > forwarded"
+            ).fetchall()
+        return [(c, r) for c, r, n, flushed in rows if n >= threshold or flushed]
+
+    def take(self, collection: str, round_: int, limit: int = 1_000_000) -> list[tuple[bytes, bytes]]:
+        """(id, msg) of the pooled messages of a round (storage order; permute before use)."""
+        with self._lock:
+            return self._con.execute(
+                "SELECT id, msg FROM pool WHERE collection = ? AND round = ? LIMIT ?",
+                (collection, round_, limit),
+            ).fetchall()
+
+    def delete(self, collection: str, round_: int, ids: Sequence[bytes]) -> None:
+        """Delete what the next hop acknowledged."""
+        with self.tx() as cur:
+            cur.executemany(
+                "DELETE FROM pool WHERE collection = ? AND round = ? AND id = ?",
+                [(collection, round_, i) for i in ids],
+            )
+            cur.execute(
+                "UPDATE stats SET forwarded = forwarded + ? WHERE collection = ? AND round = ?",
+                (len(ids), collection, round_),
+            )
+
+    def stats(self, collection: str, round_: int) -> dict[str, int]:
+        with self._lock:
+            row = self._con.execute(
+                "SELECT received, duplicates, rejected, forwarded, flushed FROM stats WHERE collection = ? AND round = ?",
+                (collection, round_),
+            ).fetchone()
+            pooled = self._con.execute(
+                "SELECT COUNT(*) FROM pool WHERE collection = ? AND round = ?", (collection, round_)
+            ).fetchone()[0]
+        keys = ("received", "duplicates", "rejected", "forwarded", "flushed")
+        out = dict(zip(keys, row, strict=True)) if row else dict.fromkeys(keys, 0)
+        out["pooled"] = int(pooled)
+        return out
+
+
+class _ReceiverStore(_Store):
+    """Common part of the curator's and analyst's stores: collections, salts, tallies."""
+
+    def put_collection(self, collection: str, spec: dict[str, Any], plan: dict[str, Any] | None) -> None:
+        with self.tx() as cur:
+            cur.execute(
+                "INSERT INTO collections (id, spec, plan) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+                " spec = excluded.spec, plan = COALESCE(excluded.plan, collections.plan)",
+                (collection, json.dumps(spec), json.dumps(plan) if plan is not None else None),
+            )
+            cur.execute("INSERT OR IGNORE INTO tally (collection) VALUES (?)", (collection,))
+
+    def set_plan(self, collection: str, plan: dict[str, Any]) -> None:
+        with self.tx() as cur:
+            cur.execute("UPDATE collections SET plan = ? WHERE id = ?", (json.dumps(plan), collection))
+
+    def collections(self) -> dict[str, tuple[dict[str, Any], dict[str, Any] | None]]:
+        with self._lock:
+            rows = self._con.execute("SELECT id, spec, plan FROM collections").fetchall()
+        return {c: (json.loads(s), json.loads(p) if p else None) for c, s, p in rows}
+
+    def tally(self, collection: str) -> Tally:
+        with self._lock:
+            row = self._con.execute(
+                "SELECT accepted, duplicates, rejected FROM tally WHERE collection = ?", (collection,)
+            ).fetchone()
+        return Tally(*row) if row else Tally()
+
+    def _bump(self, cur: sqlite3.Cursor, collection: str, t: Tally) -> None:
+        cur.execute(
+            "UPDATE tally SET accepted = accepted + ?, duplicates = duplicates + ?, rejected = rejected + ?"
+            " WHERE collection = ?",
+            (t.accepted, t.duplicates, t.rejected, collection),
+        )
+
+    @staticmethod
+    def _known_salts(
+        cur: sqlite3.Cursor, collection: str, salts: Sequence[bytes], table: str = "salts"
+    ) -> set[bytes]:
+        """The salts of ``salts`` already stored for ``collection`` (queried in chunks)."""
+        known: set[bytes] = set()
+        for i in range(0, len(salts), 500):
+            part = salts[i : i + 500]
+            marks = ",".join("?" * len(part))
+            sql = f"SELECT salt FROM {table} WHERE collection = ? AND salt IN ({marks})"
+            known.update(r[0] for r in cur.execute(sql, (collection, *part)))
+        return known
+
+
+_RECEIVER_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS collections (id TEXT PRIMARY KEY, spec TEXT NOT NULL, plan TEXT) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS salts (collection TEXT NOT NULL, salt BLOB NOT NULL,"
+    " PRIMARY KEY (collection, salt)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS tally (collection TEXT PRIMARY KEY, accepted INTEGER NOT NULL DEFAULT 0,"
+    " duplicates INTEGER NOT NULL DEFAULT 0, rejected INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
+)
+
+
+class CuratorStore(_ReceiverStore):
+    """Marginal counts per (collection, feature, value); salts only to reject duplicates."""
+
+    SCHEMA = (
+        *_RECEIVER_SCHEMA,
+        "CREATE TABLE IF NOT EXISTS counts (collection TEXT NOT NULL, feature TEXT NOT NULL,"
+        " value_key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (collection, feature, value_key)) WITHOUT ROWID",
+    )
+
+    def record(self, collection: str, messages: Iterable[FeatureMessage], rejected: int) -> Tally:
+        """Count the messages whose salt is new, in one transaction; returns the batch's tally."""
+        msgs = list(messages)
+        counts: Counter[tuple[str, str]] = Counter()
+        new: list[tuple[str, bytes]] = []
+        with self.tx() as cur:
+            seen = self._known_salts(cur, collection, [m.salt for m in msgs])
+            for m in msgs:
+                if m.salt in seen:
+                    continue
+                seen.add(m.salt)
+                new.append((collection, m.salt))
+                counts[(m.feature, m.value_key)] += 1
+            cur.executemany("INSERT INTO salts (collection, salt) VALUES (?, ?)", new)
+            cur.executemany(
+                "INSERT INTO counts (collection, feature, value_key, n) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO UPDATE SET n = n + excluded.n",
+                [(collection, f, v, n) for (f, v), n in counts.items()],
+            )
+            t = Tally(len(new), len(msgs) - len(new), rejected)
+            self._bump(cur, collection, t)
+        return t
+
+    def counts(self, collection: str) -> dict[str, dict[str, int]]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT feature, value_key, n FROM counts WHERE collection = ?", (collection,)
+            ).fetchall()
+        out: dict[str, dict[str, int]] = {}
+        for f, key, n in rows:
+            out.setdefault(f, {})[key] = int(n)
+        return out
+
+
+class AnalystStore(_ReceiverStore):
+    """Released rows keyed by their random salt (so stored in no meaningful order)."""
+
+    SCHEMA = (
+        *_RECEIVER_SCHEMA,
+        "CREATE TABLE IF NOT EXISTS rows (collection TEXT NOT NULL, salt BLOB NOT NULL, row TEXT NOT NULL,"
+        " PRIMARY KEY (collection, salt)) WITHOUT ROWID",
+    )
+
+    def record(self, collection: str, messages: Iterable[RowMessage], rejected: int) -> Tally:
+        """Keep the rows whose salt is new, in one transaction; returns the batch's tally."""
+        msgs = list(messages)
+        new: list[tuple[str, bytes, str]] = []
+        with self.tx() as cur:
+            seen = self._known_salts(cur, collection, [m.salt for m in msgs], table="rows")
+            for m in msgs:
+                if m.salt in seen:
+                    continue
+                seen.add(m.salt)
+                new.append((collection, m.salt, "[" + ",".join(encode_value(v) for v in m.values) + "]"))
+            cur.executemany("INSERT INTO rows (collection, salt, row) VALUES (?, ?, ?)", new)
+            t = Tally(len(new), len(msgs) - len(new), rejected)
+            self._bump(cur, collection, t)
+        return t
+
+    def rows(self, collection: str) -> list[str]:
+        """Each row as the JSON array of its canonical value encodings."""
+        with self._lock:
+            return [
+                r for (r,) in self._con.execute("SELECT row FROM rows WHERE collection = ?", (collection,))
+            ]

@@ -1,0 +1,309 @@
+"""The services over real HTTP on loopback: auth, limits, malformed input, replays, crashes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sdckit.errors import MalformedMessageError
+from sdckit.protocol import Client, CollectionSpec, PrivateKey, User, encode_value, pack_batch
+from sdckit.protocol.services._launch import LocalDeployment
+
+from .conftest import FEATURES
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture(scope="module")
+def dep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
+    d = LocalDeployment(
+        tmp_path_factory.mktemp("svc"), batch_threshold=1, poll_seconds=0.05, max_body_bytes=64 * 1024
+    )
+    with d:
+        yield d
+
+
+def _create(dep: LocalDeployment, cid: str, features: tuple[str, ...] = FEATURES) -> CollectionSpec:
+    spec = CollectionSpec(id=cid, features=features)
+    with dep.admin() as admin:
+        admin.put(f"{dep.urls['curator']}/admin/v1/collections/{cid}", json=spec.to_dict()).raise_for_status()
+    return spec
+
+
+def _client(dep: LocalDeployment, cid: str) -> Client:
+    return Client(
+        shuffler_url=dep.urls["shuffler"],
+        curator_url=dep.urls["curator"],
+        analyst_url=dep.urls["analyst"],
+        collection=cid,
+    )
+
+
+def _wait(pred: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _tally(dep: LocalDeployment, role: str, cid: str) -> dict[str, int]:
+    with dep.admin() as admin:
+        return dict(admin.get(f"{dep.urls[role]}/admin/v1/collections/{cid}/tally").json())
+
+
+def test_public_endpoints_and_openapi(dep: LocalDeployment) -> None:
+    for role, url in dep.urls.items():
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "role": role}
+        keys = httpx.get(f"{url}/v1/keys").json()
+        assert keys["role"] == role
+        assert keys["public_key"].startswith("x25519:")
+        spec = httpx.get(f"{url}/openapi.json").json()
+        assert spec["openapi"].startswith("3.")
+    paths = httpx.get(f"{dep.urls['shuffler']}/openapi.json").json()["paths"]
+    assert "/v1/collections/{collection}/rounds/{round_}/messages" in paths
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong-token-0123456789", "Basic abc", "Bearer"])
+def test_wrong_or_missing_token_gets_401(dep: LocalDeployment, header: str | None) -> None:
+    _create(dep, "auth")
+    headers = {"authorization": header} if header else {}
+    checks = [
+        ("post", f"{dep.urls['shuffler']}/admin/v1/collections/auth/rounds/1/flush"),
+        ("get", f"{dep.urls['shuffler']}/admin/v1/collections/auth/rounds/1"),
+        ("get", f"{dep.urls['curator']}/admin/v1/collections/auth/marginals"),
+        ("post", f"{dep.urls['curator']}/internal/v1/collections/auth/rounds/1/batch"),
+        ("get", f"{dep.urls['analyst']}/admin/v1/collections/auth/release"),
+    ]
+    for method, url in checks:
+        r = httpx.request(method, url, headers=headers, content=pack_batch([]))
+        assert r.status_code == 401, url
+        assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_relay_endpoint_refuses_the_admin_token(dep: LocalDeployment) -> None:
+    _create(dep, "auth")
+    r = httpx.post(
+        f"{dep.urls['curator']}/internal/v1/collections/auth/rounds/1/batch",
+        headers={"authorization": f"Bearer {dep.admin_token}"},
+        content=pack_batch([]),
+    )
+    assert r.status_code == 401
+    r = httpx.post(
+        f"{dep.urls['curator']}/internal/v1/collections/auth/rounds/1/batch",
+        headers={"authorization": f"Bearer {dep.relay_token}"},
+        content=pack_batch([]),
+    )
+    assert r.status_code == 200
+
+
+def test_oversized_body_gets_413(dep: LocalDeployment) -> None:
+    url = f"{dep.urls['shuffler']}/v1/collections/big/rounds/1/messages"
+    assert httpx.post(url, content=b"\x00" * (64 * 1024 + 1)).status_code == 413
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit is enforced while streaming
+        for _ in range(80):
+            yield b"\x00" * 1024
+
+    assert httpx.post(url, content=chunks()).status_code == 413
+    assert httpx.get(f"{dep.urls['shuffler']}/healthz").status_code == 200
+
+
+def test_malformed_truncated_and_wrongly_keyed_get_4xx_and_are_counted(dep: LocalDeployment) -> None:
+    spec = _create(dep, "bad")
+    with _client(dep, "bad") as client:
+        good = client.user().round1({"age": 30, "sex": "Male", "race": "White", "marital-status": "Divorced"})
+        stranger = User(
+            spec,
+            shuffler_key=PrivateKey.generate().public_key(),
+            curator_key=PrivateKey.generate().public_key(),
+        ).round1({"age": 30, "sex": "Male", "race": "White", "marital-status": "Divorced"})
+        url = f"{dep.urls['shuffler']}/v1/collections/bad/rounds/1/messages"
+        bodies = {
+            "not a batch": b"garbage",
+            "truncated batch": pack_batch(good)[:-5],
+            "truncated message": pack_batch([good[0][:-1]]),
+            "wrong key": pack_batch(stranger[:1]),
+            "other round": pack_batch(good[:1]),
+        }
+        for name, body in bodies.items():
+            if name == "other round":
+                r = httpx.post(url.replace("rounds/1", "rounds/2"), content=body)
+            else:
+                r = httpx.post(url, content=body)
+            assert 400 <= r.status_code < 500, name
+        with pytest.raises(MalformedMessageError):
+            client.submit(1, [good[0][:-1]])
+        with dep.admin() as admin:
+            stats = admin.get(f"{dep.urls['shuffler']}/admin/v1/collections/bad/rounds/1").json()
+        assert stats["rejected"] >= 4
+        assert stats["received"] == 0
+        assert httpx.get(f"{dep.urls['shuffler']}/healthz").status_code == 200
+        client.submit(1, good)  # still serving
+    _wait(lambda: _tally(dep, "curator", "bad")["accepted"] == len(FEATURES))
+
+
+def test_replayed_and_duplicated_messages_count_once(dep: LocalDeployment) -> None:
+    _create(dep, "replay")
+    row = {"age": 41, "sex": "Female", "race": "Black", "marital-status": "Widowed"}
+    with _client(dep, "replay") as client:
+        messages = client.user().round1(row)
+        assert client.submit(1, messages)["new"] == len(FEATURES)
+        client.submit(1, messages)  # duplicate while pooled or after forwarding
+        _wait(lambda: _tally(dep, "curator", "replay")["accepted"] == len(FEATURES))
+        client.submit(1, messages)  # replay after the shuffler forwarded and deleted them
+        client.submit(1, messages[:2] + messages[:2])
+        _wait(lambda: _tally(dep, "curator", "replay")["duplicates"] >= 2)
+    time.sleep(0.3)
+    with dep.admin() as admin:
+        counts = admin.get(f"{dep.urls['curator']}/admin/v1/collections/replay/marginals").json()["counts"]
+    assert counts == {f: {encode_value(row[f]): 1} for f in FEATURES}
+    assert _tally(dep, "curator", "replay")["accepted"] == len(FEATURES)
+
+
+def test_kill_shuffler_mid_round_loses_no_acknowledged_message(
+    tmp_path: Path, adult_rows: list[dict[str, Any]]
+) -> None:
+    rows = adult_rows[:160]
+    with LocalDeployment(tmp_path, batch_threshold=400, poll_seconds=0.05) as dep:
+        _create(dep, "crash")
+        acked = []
+        errors: list[BaseException] = []
+        halfway = threading.Event()
+
+        def send() -> None:
+            try:
+                with Client(
+                    shuffler_url=dep.urls["shuffler"],
+                    curator_url=dep.urls["curator"],
+                    collection="crash",
+                    retries=12,
+                ) as c:
+                    user = c.user()
+                    for i, row in enumerate(rows):
+                        c.submit(1, user.round1(row))  # returns only once acknowledged (202)
+                        acked.append(i)
+                        if i == len(rows) // 2:
+                            halfway.set()
+            except BaseException as err:  # reported in the main thread
+                errors.append(err)
+                halfway.set()
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        assert halfway.wait(120)
+        # the pool holds acknowledged messages below the threshold; nothing in it is readable
+        db = dep.workdir / "shuffler" / "data" / "shuffler.sqlite3"
+        with sqlite3.connect(db) as con:
+            cols = [r[1] for r in con.execute("PRAGMA table_info(pool)")]
+            assert cols == ["id", "collection", "round", "msg"]  # no time, address or sequence number
+            assert con.execute("SELECT COUNT(*) FROM pool").fetchone()[0] > 0
+        dep.kill("shuffler", signal.SIGKILL)
+        time.sleep(0.3)
+        dep.start("shuffler")
+        sender.join(180)
+        assert not errors, errors
+        assert len(acked) == len(rows)
+        files = [p for p in (dep.workdir / "shuffler").rglob("*") if p.is_file() and p.name != "key.json"]
+        blob = b"".join(p.read_bytes() for p in files)
+        for value in {str(r[f]) for r in rows for f in FEATURES if isinstance(r[f], str) and len(r[f]) >= 5}:
+            assert value.encode() not in blob  # no plaintext value in the shuffler's store or logs
+        assert b"127.0.0.1:" not in b"".join(
+            (dep.workdir / "shuffler" / n).read_bytes() for n in ("process.out",)
+        )
+        with dep.admin() as admin:
+            admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/crash/rounds/1/flush").raise_for_status()
+            _wait(lambda: _tally(dep, "curator", "crash")["accepted"] >= len(rows) * len(FEATURES), 60)
+            time.sleep(0.3)
+            counts = admin.get(f"{dep.urls['curator']}/admin/v1/collections/crash/marginals").json()["counts"]
+    # every user counted exactly once: independent count of the same rows
+    for f in FEATURES:
+        assert counts[f] == dict(Counter(encode_value(r[f]) for r in rows)), f
+
+
+def test_config_errors_are_clear(tmp_path: Path) -> None:
+    from sdckit.errors import ConfigError
+    from sdckit.protocol.services import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("role: curator\nkey_file: k.json\ndata_dir: d\nadmin_token: short\nrelay_token: x\n")
+    with pytest.raises(ConfigError, match="admin_token"):
+        load_config(path)
+    path.write_text("role: curator\nkey_file: k.json\ndata_dir: d\nbogus: 1\n")
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_config(path)
+    path.write_text("role: curator\nkey_file: k\ndata_dir: d\n")
+    with pytest.raises(ConfigError, match="not a shuffler"):
+        load_config(path, role="shuffler")
+    os.remove(path)
+
+
+def test_inner_layer_for_the_wrong_key_is_rejected_by_the_curator(dep: LocalDeployment) -> None:
+    spec = _create(dep, "inner")
+    with _client(dep, "inner") as client:
+        outsider = User(
+            spec,
+            shuffler_key=client.public_key(dep.urls["shuffler"]),
+            curator_key=PrivateKey.generate().public_key(),
+        )
+        assert client.submit(1, outsider.round1({f: "x" for f in FEATURES}))["accepted"] == len(FEATURES)
+    _wait(lambda: _tally(dep, "curator", "inner")["rejected"] == len(FEATURES))
+    assert _tally(dep, "curator", "inner")["accepted"] == 0
+    assert httpx.get(f"{dep.urls['curator']}/healthz").status_code == 200
+
+
+def test_a_device_session_through_the_client(dep: LocalDeployment, adult_rows: list[dict[str, Any]]) -> None:
+    spec = _create(dep, "flow")
+    rows = adult_rows[:40]
+    with _client(dep, "flow") as client, dep.admin() as admin:
+        assert client.plan() is None  # nothing decided yet
+        for row in rows:
+            client.send_round1(row)
+        admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/flow/rounds/1/flush").raise_for_status()
+        _wait(lambda: _tally(dep, "curator", "flow")["accepted"] == len(rows) * len(FEATURES))
+        r = admin.post(f"{dep.urls['curator']}/admin/v1/collections/flow/plan", json={"k": 2, "budget": 0.5})
+        assert r.status_code == 200, r.text
+        plan = client.plan()
+        assert plan is not None
+        assert plan.to_dict() == r.json()
+        admin.put(
+            f"{dep.urls['analyst']}/admin/v1/collections/flow",
+            json={"spec": spec.to_dict(), "plan": r.json()},
+        ).raise_for_status()
+        for row in rows:
+            client.send_round2(row)
+        admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/flow/rounds/2/flush").raise_for_status()
+        _wait(lambda: _tally(dep, "analyst", "flow")["accepted"] == len(rows))
+        release = admin.get(f"{dep.urls['analyst']}/admin/v1/collections/flow/release").json()
+    assert release["columns"] == list(plan.columns)
+    got = Counter(tuple(v for v in row) for row in release["rows"])
+    assert got == Counter(tuple(row[c] for c in plan.columns) for row in rows)
+
+
+def test_shuffler_store_counters_match_the_pool(tmp_path: Path) -> None:
+    from sdckit.protocol.services import ShufflerStore
+
+    store = ShufflerStore(tmp_path / "s.sqlite3")
+    assert store.add("c", 1, [b"a", b"b", b"c"]) == 3
+    assert store.add("c", 1, [b"a", b"d"]) == 1  # an identical resubmission is a no-op
+    assert store.due(5) == []
+    assert store.due(4) == [("c", 1)]
+    taken = store.take("c", 1)
+    store.delete("c", 1, [i for i, _ in taken[:3]])
+    stats = store.stats("c", 1)
+    assert (stats["pooled"], stats["received"], stats["forwarded"], stats["duplicates"]) == (1, 4, 3, 1)
+    assert store.due(1) == [("c", 1)]
+    store.flush("c", 2)
+    assert store.due(1) == [("c", 1)]  # a flushed round with an empty pool is not due
+    store.close()
