@@ -163,3 +163,18 @@ def test_cli_report_on_a_csv(tmp_path: Path, csv: Path) -> None:
     assert payload["plan"]["k"] == 3
     assert exposure(pl.read_csv(csv), ["region", "sex"], k=3) <= payload["plan"]["bound"] + 1e-12
     assert out.exists()
+
+
+@pytest.mark.services
+def test_report_with_the_shuffle_protocol(csv: Path, survey: pl.DataFrame) -> None:
+    raw = _config(csv, simulate_protocol=300, quasi_identifiers=["region", "sex"], steps=[])
+    result = run_pipeline(parse_config(raw))
+    section = next(s for s in result.report.sections if s.id == "protocol")
+    assert section.data["verified"] is True
+    assert section.data["n_round1"] == section.data["n_released"] == 300
+    # the curator's bound (from marginals only) is never below the release's true exposure at k;
+    # and the marginals it counted cover every participating user
+    plan = section.data["plan"]
+    assert section.data["exposure_at_k"] <= plan["bound"] + 1e-12
+    for column, counts in section.data["marginals"].items():
+        assert sum(counts.values()) == 300, column

@@ -31,6 +31,10 @@ def report(
     k: int | None = typer.Option(None, "--k", min=1, help="Group size of k-anonymity (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="Largest share of users (0..1) in groups < k for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
+    simulate_protocol: int | None = typer.Option(
+        None, "--simulate-protocol", min=0, metavar="USERS",
+        help="Also run this many users through the shuffle protocol on loopback and report it.",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Write the self-contained HTML report: risk, release plan, microaggregation, private PCA, summary."""
@@ -44,7 +48,7 @@ def report(
         overrides["quasi_identifiers"] = tuple(parse_columns(quasi_identifiers) or ())
     if numeric is not None:
         overrides["numeric"] = tuple(parse_columns(numeric) or ())
-    for key, value in (("k", k), ("budget", budget), ("seed", seed)):
+    for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):
         if value is not None:
             overrides[key] = value
     cfg = replace(cfg, **overrides)  # type: ignore[arg-type]

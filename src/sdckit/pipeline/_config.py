@@ -105,6 +105,8 @@ class PipelineConfig:
     """Missing values as a value of their own (default) or rows dropped."""
     seed: int = DEFAULT_SEED
     """Seed of every random step."""
+    simulate_protocol: int = 0
+    """Users to run through the shuffle protocol on loopback for the report (0: no simulation)."""
     steps: tuple[Step, ...] = ()
     """Masking steps, applied in order."""
     output_data: str | None = None
@@ -132,6 +134,7 @@ class PipelineConfig:
             "bound_method": self.bound_method,
             "missing": self.missing,
             "seed": self.seed,
+            "simulate_protocol": self.simulate_protocol,
             "steps": [{s.kind: {k: v for k, v in vars(s).items() if k != "kind"}} for s in self.steps],
             "output": {"data": self.output_data, "report": self.output_report},
         }
@@ -265,7 +268,20 @@ def _step(raw: Any, i: int) -> Step:
     return SuppressStep(columns=cols)
 
 
-TOP_KEYS = ("input", "name", "quasi_identifiers", "numeric", "k", "budget", "bound_method", "missing", "seed", "steps", "output")
+TOP_KEYS = (
+    "input",
+    "name",
+    "quasi_identifiers",
+    "numeric",
+    "k",
+    "budget",
+    "bound_method",
+    "missing",
+    "seed",
+    "simulate_protocol",
+    "steps",
+    "output",
+)
 
 
 def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") -> PipelineConfig:
@@ -298,6 +314,7 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
         bound_method=_choice(obj, "bound_method", where, "best", BOUND_METHODS),
         missing="drop" if missing == "drop" else "value",
         seed=_int(obj, "seed", where, DEFAULT_SEED, minimum=0),
+        simulate_protocol=_int(obj, "simulate_protocol", where, 0, minimum=0),
         steps=tuple(_step(s, i) for i, s in enumerate(steps_raw)),
         output_data=resolve(_str(output, "data", f"{where}.output", None)),
         output_report=resolve(_str(output, "report", f"{where}.output", "report.html")),

@@ -10,6 +10,7 @@ risk         k-anonymity, uniques, the exposure curve beside the bounds from mar
 plan         what a curator behind a shuffler could release at k and budget
 microaggregation  microaggregation of the numeric columns: information loss and utility
 spectral     additive noise for PCA: fitted spectrum, U(t), privacy–utility curve
+protocol     the shuffle protocol run on loopback (only with ``simulate_protocol``)
 release      what the pipeline's masking steps did (only when the pipeline has steps)
 ===========  ============================================================================
 """
@@ -131,7 +132,7 @@ def _summary_section(sections: Sequence[Section], plan: ReleasePlan, qis: Sequen
         safe,
         costs,
     ]
-    lines += [s.summary for s in sections if s.id in ("microaggregation", "spectral", "release") and s.summary]
+    lines += [s.summary for s in sections if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary]
     section = Section(
         "summary",
         "Summary",
@@ -200,6 +201,15 @@ def assemble_report(
                     paragraph("This needs at least two numeric columns; list them under `numeric` in the pipeline.")
                 )
             )
+    if config.simulate_protocol:
+        from sdckit.protocol import simulate
+        from sdckit.report._protocol import protocol_section
+
+        tick(description=f"Shuffle protocol with {config.simulate_protocol:,} users")
+        result = simulate(
+            frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed
+        )
+        sections.append(protocol_section(result))
     if steps:
         sections.append(_release_section(steps))
     summary = _summary_section(sections, plan, qis, config)
