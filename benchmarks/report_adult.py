@@ -8,13 +8,13 @@ callback the CLI's bar uses.
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from _harness import Timing, emit
-
 from sdckit.pipeline import PipelineConfig, run_pipeline
 
 
@@ -37,7 +37,7 @@ def main() -> None:
         runs.append(time.perf_counter() - t0)
     emit("report: Adult, 32,561 rows, every section", Timing(sorted(runs)[len(runs) // 2], min(runs), tuple(runs)), target=30.0)
     stages.append(("end", time.perf_counter()))
-    for (name, t), (_, t_next) in zip(stages[1:], stages[2:], strict=False):
+    for (name, t), (_, t_next) in itertools.pairwise(stages):
         print(f"    {name:<40} {t_next - t:6.2f} s")
 
 

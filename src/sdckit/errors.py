@@ -8,6 +8,7 @@ a caller would expect, so ``except ValueError`` keeps working::
             ColumnNotFoundError(KeyError-like message), NonNumericColumnError, EmptyTableError,
             MissingValuesError, UnreadableInputError, TooFewRowsError
             FileNotFoundInputError(FileNotFoundError)
+        + OutputError(OSError)                 an output path that cannot be written (no such folder)
         + ParameterError(ValueError)           a parameter out of its domain (k < 1, t outside [0, 1])
         + NotFittedError(AttributeError)       transform before fit
         + InfeasibleError(ValueError)          rank(S1) != rank(S2); a budget below the lower bound
@@ -39,6 +40,7 @@ __all__ = [
     "MissingValuesError",
     "NonNumericColumnError",
     "NotFittedError",
+    "OutputError",
     "ParameterError",
     "ProtocolError",
     "ReplayError",
@@ -122,6 +124,11 @@ class MissingValuesError(InputError):
         )
         self.column = column
         self.count = count
+
+
+class OutputError(SdcError, OSError):
+    """An output file (``--out``, ``--plot``) that cannot be written: no such folder, a folder in
+    its place, no permission, or the input file itself."""
 
 
 class ParameterError(SdcError, ValueError):

@@ -67,7 +67,7 @@ def test_usage_error_exit_2(csv: Path) -> None:
 
 def test_report_writes_page_and_sidecar(tmp_path: Path, csv: Path) -> None:
     out = tmp_path / "r" / "report.html"
-    r = runner.invoke(app, ["report", str(csv), "-q", "marital-status", "-o", str(out), "--seed", "7"])
+    r = runner.invoke(app, ["report", str(csv), "-q", "marital-status", "--k", "2", "-o", str(out), "--seed", "7"])
     assert r.exit_code == 0, r.output
     assert out.exists()
     sidecar = json.loads(out.with_suffix(".json").read_text())

@@ -127,7 +127,7 @@ def test_missing_file_and_unreadable_formats(tmp_path: Path) -> None:
         read_data(odd)
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet at all")
-    with pytest.raises(UnreadableInputError, match="cannot read .* as PARQUET"):
+    with pytest.raises(UnreadableInputError, match=r"cannot read .* as PARQUET"):
         read_data(broken)
     with pytest.raises(UnreadableInputError, match="is a folder"):
         read_data(tmp_path.with_suffix(".csv") if False else _folder(tmp_path))
@@ -156,7 +156,8 @@ def test_check_numeric_matrix_and_errors(frame: pl.DataFrame) -> None:
     X, names = check_numeric(frame, ["age", "income"], missing="drop")
     assert names == ("age", "income")
     np.testing.assert_array_equal(X, [[30, 1.5], [41, 2.0], [52, 4.0]])
-    assert X.dtype == np.float64 and X.flags.c_contiguous
+    assert X.dtype == np.float64
+    assert X.flags.c_contiguous
     with pytest.raises(NonNumericColumnError, match=r"column 'sex' must be numeric but holds 'F' \(row 0\)"):
         check_numeric(frame, ["age", "sex"])
     with pytest.raises(MissingValuesError, match="column 'income' has 1 missing"):

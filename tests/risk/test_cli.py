@@ -105,8 +105,10 @@ def test_plan_user_errors(adult_csv: Path, tmp_path: Path) -> None:
     assert r.exit_code == 1
     assert "every column must count every user once" in r.stderr
     r = runner.invoke(app, ["plan", str(adult_csv), "-c", "sex", "--method", "lower"])
-    assert r.exit_code == 1
-    assert "guarantees nothing" in r.stderr
+    assert r.exit_code == 2  # a choice the option does not offer is a usage error, like --missing
+    assert "guarantees" in r.stderr
+    r = runner.invoke(app, ["plan", str(adult_csv), "-c", "sex", "--method", "theorem4"])
+    assert r.exit_code == 2
     r = runner.invoke(app, ["plan"])
     assert r.exit_code == 2
     r = runner.invoke(app, ["plan", str(adult_csv), "-c", "sex", "--weights", "sex"])
@@ -124,3 +126,16 @@ def test_risk_missing_drop(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["exposure"] == 0.2  # the missing value is its own group of 1 of 5
     r = CliRunner().invoke(app, ["risk", str(path), "-c", "a", "--missing", "maybe"])
     assert r.exit_code == 2
+
+
+def test_plan_weights_duplicates_and_empty_parts(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    pl.DataFrame({"age": [30, 30, 41, 41, 52, 52], "sex": ["F", "F", "M", "M", "F", "F"]}).write_csv(path)
+    runner = CliRunner()
+    # Before: "age=1,age=3" silently kept the last weight.
+    r = runner.invoke(app, ["plan", str(path), "-k", "2", "--weights", "age=1,age=3"])
+    assert r.exit_code == 2
+    assert "weighted twice" in r.stderr
+    r = runner.invoke(app, ["plan", str(path), "-k", "2", "--weights", "age=2,,sex=1", "--budget", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["weight"] == 3.0

@@ -97,3 +97,15 @@ def test_noise_command(tmp_path: Path) -> None:
     assert "q3" in bad.stderr
     bad = _run("noise", str(src), "--t", "1", "--out", str(tmp_path / "x.xlsx"))
     assert bad.exit_code == 2  # type: ignore[attr-defined]
+
+
+def test_design_refuses_model_options_beside_data(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    rng = np.random.default_rng(20261130)
+    pl.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)}).write_csv(path)
+    # Before: --c was silently ignored when --data was given.
+    r = _run("spectral", "design", "--data", str(path), "--c", "0.5", "--epsilon", "1")
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    r = _run("spectral", "design", "--data", str(path), "--epsilon", "1", "--json")
+    assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
+    assert json.loads(r.stdout)["fit"] is not None  # type: ignore[attr-defined]

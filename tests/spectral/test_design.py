@@ -80,3 +80,32 @@ def test_fit_spiked_recovers_the_model() -> None:
     assert "lower component" in fit.how
     with pytest.raises(ParameterError, match="number of spikes"):
         fit_spiked(lam, n=800, k=400)
+
+
+def test_design_from_data_names_a_constant_column() -> None:
+    import polars as pl
+
+    from sdckit.errors import InputError
+    from sdckit.spectral import design_noise_from_data
+
+    rng = np.random.default_rng(20261130)
+    frame = pl.DataFrame({"year": [96.0] * 50, "x": rng.normal(size=50), "y": rng.normal(size=50)})
+    # Before: "column 0 is constant" (an index, not the name the user knows).
+    with pytest.raises(InputError, match=r"^column 'year' is constant; .* Leave it out of the columns"):
+        design_noise_from_data(frame, standardize=True, max_leakage=1.0)
+
+
+def test_design_from_data_drops_missing_rows_on_request() -> None:
+    import polars as pl
+
+    from sdckit.errors import MissingValuesError
+    from sdckit.spectral import design_noise_from_data
+
+    rng = np.random.default_rng(20261130)
+    x = rng.normal(size=(60, 3))
+    frame = pl.DataFrame({"a": x[:, 0], "b": [None, *x[1:, 1]], "c": x[:, 2]})
+    with pytest.raises(MissingValuesError, match="column 'b' has 1 missing"):
+        design_noise_from_data(frame, max_leakage=1.0)
+    fit, _ = design_noise_from_data(frame, max_leakage=1.0, missing="drop")
+    fit_clean, _ = design_noise_from_data(pl.DataFrame({"a": x[1:, 0], "b": x[1:, 1], "c": x[1:, 2]}), max_leakage=1.0)
+    assert fit.model.c == fit_clean.model.c == pytest.approx(3 / 59, rel=1e-15)  # c = p / n after the drop

@@ -102,3 +102,14 @@ def test_simulated_spectrum_shape() -> None:
     lam = simulate_spectrum(SpikedModel(2.0, 0.2, 10.0), 0.1, 100, seed=1)
     assert lam.shape == (100,)
     assert np.sum(lam > 1e-9) == 50  # rank n = p / c
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+def test_bad_seed_is_a_parameter_error(seed: object) -> None:
+    from sdckit.spectral import simulate_gap
+
+    # Before: numpy's "expected non-negative integer" ValueError (a traceback in the CLI).
+    with pytest.raises(ParameterError, match=r"^seed=.*: give a whole number >= 0"):
+        AdditiveNoise(t=1.0, seed=seed).fit(pl.DataFrame({"a": [1.0, 2.0]}))  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"^seed=.*: give a whole number >= 0"):
+        simulate_gap(SpikedModel(0.5, 0.1, 5.0), 1.0, 50, reps=1, seed=seed)  # type: ignore[arg-type]

@@ -11,7 +11,10 @@ what it returns:
 * :func:`like_input` puts new or replaced columns back into the caller's own frame type, other
   columns and row order untouched.
 
-Only :func:`read_path` touches the file system.
+* :func:`check_output_path` checks an output path before any work is done; :func:`writing` turns a
+  failed write into :class:`~sdckit.errors.OutputError`.
+
+Only :func:`read_path` and the two output helpers touch the file system.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sdckit._io._frames import (
     read_path,
 )
 from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
+from sdckit._io._write import check_output_path, write_table, writing
 
 __all__ = [
     "Data",
@@ -34,9 +38,12 @@ __all__ = [
     "as_narwhals",
     "check_columns",
     "check_numeric",
+    "check_output_path",
     "is_lazy",
     "like_input",
     "native_kind",
     "read_data",
     "read_path",
+    "write_table",
+    "writing",
 ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import gzip
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -16,6 +18,7 @@ from sdckit.errors import (
     ColumnNotFoundError,
     EmptyTableError,
     FileNotFoundInputError,
+    ParameterError,
     UnreadableInputError,
 )
 
@@ -52,8 +55,10 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
     """Read a CSV, TSV, Parquet or JSON-lines file (``.gz`` allowed) into a polars DataFrame.
 
     CSV fields are read with surrounding whitespace kept as in the file except that empty fields
-    become null; no value is dropped. Raises :class:`FileNotFoundInputError` for a missing path and
-    :class:`UnreadableInputError` for a file that does not parse.
+    become null; no value is dropped. Blank lines are not rows (a file ending in an empty line gains
+    no all-null user). Raises :class:`FileNotFoundInputError` for a missing path and
+    :class:`UnreadableInputError` for a file that does not parse, including a row with more or fewer
+    fields than the header (the message gives its line number).
     """
     p = Path(path)
     if not p.exists():
@@ -61,6 +66,8 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
     if p.is_dir():
         raise UnreadableInputError(f"{str(path)!r} is a folder; give the path of a data file.")
     fmt = _format_of(p)
+    if p.stat().st_size == 0:
+        raise EmptyTableError(f"{str(path)!r} is empty (0 bytes): no header and no rows. Check the export.")
     try:
         if fmt in ("csv", "tsv"):
             df = pl.read_csv(
@@ -75,13 +82,107 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
             df = pl.read_ndjson(p)
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if fmt in ("csv", "tsv") and "fields" in first:
+            _check_row_widths(p, "\t" if fmt == "tsv" else ",")  # raises naming the line
+        if fmt in ("csv", "tsv") and "utf-8" in first.lower():
+            raise UnreadableInputError(_NOT_UTF8.format(path=str(path))) from None
+        if fmt == "ndjson" and _starts_with(p, b"["):
+            raise UnreadableInputError(
+                f"{str(path)!r} holds one JSON array; sdckit reads JSON lines (one object per line). "
+                "Convert it, e.g. jq -c '.[]' in.json > out.jsonl, or save it as CSV or Parquet."
+            ) from None
         raise UnreadableInputError(
             f"cannot read {str(path)!r} as {fmt.upper()}: {first}. "
             "Check that the file is complete and of the format its name says."
         ) from None
     if fmt in ("csv", "tsv"):
+        if any("\ufffd" in c for c in df.columns):  # polars decodes the header lossily
+            raise UnreadableInputError(_NOT_UTF8.format(path=str(path)))
+        stripped = [c.strip() for c in df.columns]
+        if len(set(stripped)) < len(stripped) or any("_duplicated_" in c for c in df.columns):
+            _check_header_names(p, "\t" if fmt == "tsv" else ",")  # polars renamed a repeated name
+        if df.width == 1 and (other := _other_separator(df.columns[0], fmt)):
+            name = df.columns[0] if len(df.columns[0]) <= 40 else df.columns[0][:40] + "..."
+            fix = "rename it to .tsv" if other == "\t" else "save it with commas (or with tabs, as .tsv)"
+            raise UnreadableInputError(
+                f"{str(path)!r} reads as one column named {name!r}: its fields look separated by "
+                f"{other!r}. sdckit reads comma-separated .csv and tab-separated .tsv files; {fix}."
+            )
+        if df.width > 1 and df[df.columns[-1]].null_count():
+            # polars pads a short row, and reads a blank line as a row, with nulls: check the file
+            blank = _check_row_widths(p, "\t" if fmt == "tsv" else ",")
+            if blank:
+                df = df.with_row_index("__row__").filter(~pl.col("__row__").is_in(blank)).drop("__row__")
         df = _strip_padding(df)
     return df
+
+
+_NOT_UTF8 = (
+    "cannot read {path!r}: it is not UTF-8 text (a binary file, or text in Latin-1 or Windows-1252). "
+    "Save it as UTF-8, e.g. iconv -f latin1 -t utf-8 in.csv > out.csv."
+)
+
+
+def _starts_with(path: Path, prefix: bytes) -> bool:
+    """Whether the file's first non-blank bytes (after decompression) are ``prefix``."""
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:
+            head = bytes(fh.read(4096))
+    except (OSError, EOFError):  # e.g. a truncated .gz: the caller reports the parser's own message
+        return False
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(prefix)
+
+
+def _other_separator(header: str, fmt: str) -> str | None:
+    """The separator a one-column header seems to use instead of the one its format expects."""
+    for sep in (";", "\t", "|") if fmt == "csv" else (",", ";", "|"):
+        if sep in header:
+            return sep
+    return None
+
+
+def _csv_rows(path: Path, separator: str) -> Iterator[tuple[int, list[str]]]:
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=separator)
+        for row in reader:
+            yield reader.line_num, row
+
+
+def _check_header_names(path: Path, separator: str) -> None:
+    """Raise when the header names a column twice (polars would rename the second 'x_duplicated_0')."""
+    first = next(_csv_rows(path, separator), None)
+    names = [c.strip() for c in first[1]] if first else []
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise UnreadableInputError(
+                f"the header of {path.name!r} names column {name!r} twice (columns {names.index(name) + 1} "
+                f"and {i + 1}); rename one so that each column has its own name."
+            )
+
+
+def _check_row_widths(path: Path, separator: str) -> list[int]:
+    """Raise for the first row whose number of fields differs from the header's; return the data-row
+    indices of blank lines (which polars reads as all-null rows)."""
+    blank: list[int] = []
+    try:
+        rows = _csv_rows(path, separator)
+        header = next(rows, None)
+        if header is None:
+            return []
+        width = len(header[1])
+        for i, (line, row) in enumerate(rows):
+            if not row:
+                blank.append(i)
+            elif len(row) != width:
+                raise UnreadableInputError(
+                    f"line {line} of {path.name!r} has {len(row)} field(s) but the header has {width}. "
+                    "Quote values that contain the separator, or fix that line."
+                )
+    except (csv.Error, UnicodeDecodeError, OSError, EOFError):  # stricter than polars: keep its reading
+        return []
+    return blank
 
 
 def _strip_padding(df: pl.DataFrame) -> pl.DataFrame:
@@ -114,9 +215,23 @@ def as_narwhals(source: DataSource) -> nw.DataFrame[Any] | nw.LazyFrame[Any]:
             "polars.DataFrame(array, schema=['a', 'b', ...])."
         )
     if isinstance(source, Mapping):
+        lengths = {str(k): len(v) if hasattr(v, "__len__") else 1 for k, v in source.items()}
+        if len(set(lengths.values())) > 1:
+            shown = ", ".join(f"{k!r}: {n}" for k, n in list(lengths.items())[:6])
+            raise UnreadableInputError(
+                f"the columns of the mapping have different lengths ({shown}); give one value per row in each."
+            )
         return nw.from_native(pl.DataFrame(dict(source)), eager_only=True)
     try:
         return nw.from_native(source)
+    except nw.exceptions.DuplicateError:
+        raw = getattr(source, "column_names", None)  # pyarrow; pandas and others: .columns
+        names = [str(c) for c in list(raw if raw is not None else getattr(source, "columns", []))]
+        twice = next((c for i, c in enumerate(names) if c in names[:i]), "?")
+        raise UnreadableInputError(
+            f"the table names column {twice!r} more than once; rename the copies so that each column has "
+            "its own name."
+        ) from None
     except TypeError:
         raise UnreadableInputError(
             f"cannot read an object of type {type(source).__name__}. Give a path (CSV, Parquet, "
@@ -148,10 +263,18 @@ def check_columns(
     available = list(frame.collect_schema().names())
     if not available:
         raise EmptyTableError("the table has no columns.")
+    unnamed = [a for a in available if not isinstance(a, str)]
+    if unnamed:
+        raise UnreadableInputError(
+            f"column names must be text; this table has {unnamed[0]!r} ({type(unnamed[0]).__name__}). "
+            "Name the columns first, e.g. df.columns = [f'x{i}' for i in range(df.shape[1])]."
+        )
     if columns is None:
         return available
     if isinstance(columns, str):
         columns = [c.strip() for c in columns.split(",") if c.strip()]
+    elif not isinstance(columns, Iterable) or isinstance(columns, bytes):
+        raise ParameterError(f"columns={columns!r}: give column names, e.g. ['age', 'sex'] or 'age,sex'.")
     wanted = [str(c) for c in columns]
     if not wanted:
         raise ColumnNotFoundError("", available)

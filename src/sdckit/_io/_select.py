@@ -21,8 +21,9 @@ from sdckit.errors import (
 
 MissingPolicy = Literal["value", "drop", "error"]
 """How missing values (null, NaN) are treated: ``"value"`` keeps them as one more category (the
-default for quasi-identifiers, where "unknown" is a value an attacker sees too), ``"drop"`` removes
-the rows (reported in ``n_dropped``), ``"error"`` raises :class:`MissingValuesError`."""
+default for quasi-identifiers, where "unknown" is a value an attacker sees too; null and NaN are the
+same category, NaN becoming null), ``"drop"`` removes the rows (reported in ``n_dropped``),
+``"error"`` raises :class:`MissingValuesError`."""
 
 _POLICIES = ("value", "drop", "error")
 
@@ -100,7 +101,12 @@ def read_data(
     names = check_columns(frame, columns)
     frame = frame.select(*names)
     n_dropped: int | None = 0
-    if missing != "value":
+    if missing == "value":  # null and NaN are the same one "missing" category, not two
+        schema = frame.collect_schema()
+        floats = [c for c in names if schema[c].is_float()]
+        if floats:
+            frame = frame.with_columns(*[nw.col(c).fill_nan(None) for c in floats])
+    else:
         if isinstance(frame, nw.DataFrame):
             for name in names:
                 mask = frame.select(_missing_expr(frame, name).alias("m"))["m"].to_numpy()

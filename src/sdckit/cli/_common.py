@@ -5,15 +5,17 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from sdckit.errors import SdcError
+from sdckit.errors import SdcError, SdcWarning
 from sdckit.report import to_jsonable
 
 P = ParamSpec("P")
@@ -27,12 +29,29 @@ JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn an :class:`SdcError` into one red line on stderr and exit code 1 (no traceback)."""
-    try:
-        yield
-    except SdcError as err:
-        stderr.print(f"[bold red]Error:[/] {err}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=1) from None
+    """Turn an :class:`SdcError` into one red line on stderr and exit code 1 (no traceback).
+
+    An :class:`SdcWarning` (legal but suspicious input) becomes one yellow ``Warning:`` line on
+    stderr, each message once; other warnings keep Python's usual display.
+    """
+    with warnings.catch_warnings():  # restores the filters and showwarning on exit
+        warnings.simplefilter("default", SdcWarning)
+        shown: set[str] = set()
+        python_show = warnings.showwarning
+
+        def show(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if not issubclass(category, SdcWarning):
+                python_show(message, category, *args, **kwargs)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                stderr.print(f"[bold yellow]Warning:[/] {message}", highlight=False, soft_wrap=True)
+
+        warnings.showwarning = show
+        try:
+            yield
+        except SdcError as err:
+            stderr.print(f"[bold red]Error:[/] {err}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=1) from None
 
 
 def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -47,8 +66,9 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def print_json(payload: Any) -> None:
-    """Write ``payload`` as JSON to stdout (numpy values converted, NaN as null)."""
-    sys.stdout.write(json.dumps(to_jsonable(payload), indent=2, sort_keys=False) + "\n")
+    """Write ``payload`` as JSON to stdout (numpy values converted, NaN as null; dates, decimals and
+    other scalars a table can hold, e.g. an example value in ``describe``, as their text)."""
+    sys.stdout.write(json.dumps(to_jsonable(payload), indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -60,6 +80,13 @@ def parse_columns(value: str | None) -> list[str] | None:
     if not cols:
         raise typer.BadParameter("give at least one column name, e.g. --columns age,sex")
     return cols
+
+
+def check_suffix(path: Path, suffixes: Sequence[str], option: str) -> None:
+    """Refuse an output file whose ending the command cannot write (a usage error, exit 2)."""
+    if not any(path.name.lower().endswith(s) for s in suffixes):
+        choices = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
+        raise typer.BadParameter(f"{path.name}: give a {choices} file", param_hint=option)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 
 @handles_errors
 def describe(
-    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str | None = typer.Option(None, "--columns", "-c", help="Comma-separated columns (default: all)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
@@ -26,7 +26,11 @@ def describe(
     if as_json:
         print_json(summary)
         return
-    stdout.print(f"[bold]{summary['source']}[/]: {summary['n_rows']:,} rows, {summary['n_columns']} columns")
+    n_rows, n_cols = summary["n_rows"], summary["n_columns"]
+    stdout.print(
+        f"[bold]{summary['source']}[/]: {n_rows:,} row{'' if n_rows == 1 else 's'}, "
+        f"{n_cols} column{'' if n_cols == 1 else 's'}"
+    )
     table = Table("column", "type", "distinct", "missing", "example")
     for col in summary["columns"]:
         table.add_row(col["name"], col["dtype"], f"{col['n_distinct']:,}", f"{col['n_missing']:,}", str(col["example"]))

@@ -10,10 +10,20 @@ from typing import Any, cast
 import typer
 from rich.table import Table
 
-from sdckit._io import MissingPolicy
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, stdout
+from sdckit._io import MissingPolicy, check_output_path, writing
+from sdckit.cli._common import (
+    JSON_HELP,
+    check_suffix,
+    handles_errors,
+    parse_columns,
+    print_json,
+    stderr,
+    stdout,
+)
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 from sdckit.risk._checks import BoundMethod
+
+PLOT_SUFFIXES = (".svg", ".png", ".pdf")
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +38,14 @@ def _missing_option(value: str) -> str:
     return value
 
 
+def _method_option(value: str) -> str:
+    if value not in ("best", "theorem2", "theorem3", "support"):
+        raise typer.BadParameter(
+            f"{value!r}: use best, theorem2, theorem3 or support (upper bounds; 'lower' guarantees nothing)"
+        )
+    return value
+
+
 def _pct(x: float) -> str:
     return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.4g}%"
 
@@ -38,12 +56,12 @@ def _write_report(path: Path, section: Any, inputs: dict[str, Any], parameters: 
     rep = Report("sdckit risk report", inputs=inputs, parameters=parameters)
     rep.add(section)
     html_path, _ = rep.write(path)
-    stdout.print(f"Report written to [bold]{html_path.resolve()}[/]")
+    stderr.print(f"Report written to [bold]{html_path.resolve()}[/]")  # stdout stays clean for --json
 
 
 @handles_errors
 def risk(
-    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str = typer.Option(
         ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
     ),
@@ -54,13 +72,13 @@ def risk(
     missing: str = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     plot: Path | None = typer.Option(
-        None, "--plot", help="Write the exposure curve and its bounds (SVG/PNG)."
+        None, "--plot", help="Write the exposure curve and its bounds to this .svg, .png or .pdf file."
     ),
     report: Path | None = typer.Option(
         None, "--report", help="Also write an HTML report with the risk section."
     ),
-    budget: float = typer.Option(
-        0.05, "--budget", help="Budget of the release plan in the --report section."
+    budget: float | None = typer.Option(
+        None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
     ),
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
@@ -68,13 +86,20 @@ def risk(
 
     if k is not None and t is not None:
         raise typer.BadParameter("give --k or --t, not both")
+    if budget is not None and report is None:  # else it would be silently ignored
+        raise typer.BadParameter("--budget only sets the plan in --report; add --report FILE, or use sdckit plan")
+    budget = 0.05 if budget is None else budget
     cols = parse_columns(columns)
+    if plot is not None:  # checked before the work, not after
+        check_suffix(plot, PLOT_SUFFIXES, "--plot")
+        check_output_path(plot, inputs=[data])
     summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast(MissingPolicy, missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 
         fig = exposure_figure(summary)
-        fig.savefig(plot, bbox_inches="tight")
+        with writing(plot):
+            fig.savefig(plot, bbox_inches="tight")
     if report is not None:
         from sdckit.report._risk import risk_section
 
@@ -150,22 +175,30 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
         return None
     out: dict[str, float] = {}
     for part in value.split(","):
+        if not part.strip():
+            continue
         name, sep, num = part.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise typer.BadParameter(
+                f"{part!r}: use name=number, e.g. --weights age=2,sex=1", param_hint="--weights"
+            )
+        if name in out:
+            raise typer.BadParameter(f"column {name!r} is weighted twice; weigh each column once",
+                                     param_hint="--weights")
         try:
-            out[name.strip()] = float(num)
+            out[name] = float(num)
         except ValueError:
             raise typer.BadParameter(
-                f"weight {part!r}: use name=number, e.g. --weights age=2,sex=1"
+                f"{part!r}: use name=number, e.g. --weights age=2,sex=1", param_hint="--weights"
             ) from None
-        if not sep:
-            raise typer.BadParameter(f"weight {part!r}: use name=number, e.g. --weights age=2,sex=1")
-    return out
+    return out or None
 
 
 @handles_errors
 def plan(
     data: Path | None = typer.Argument(
-        None, help="A CSV, Parquet or JSON-lines file (or use --from-marginals)."
+        None, help="A CSV, TSV, Parquet or JSON-lines file, .gz allowed (or use --from-marginals)."
     ),
     columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
     k: int = typer.Option(5, "--k", "-k", help="Group size every user should reach."),
@@ -177,7 +210,9 @@ def plan(
         "--from-marginals",
         help="JSON of single-column counts {column: {value: count}} instead of DATA.",
     ),
-    method: str = typer.Option("best", "--method", help="best, theorem2, theorem3 or support."),
+    method: str = typer.Option(
+        "best", "--method", callback=_method_option, help="best, theorem2, theorem3 or support."
+    ),
     weights: str | None = typer.Option(
         None, "--weights", help="Value of each column, e.g. age=3,sex=1 (default 1)."
     ),

@@ -9,7 +9,8 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, stdout
+from sdckit._io import check_output_path, write_table, writing
+from sdckit.cli._common import JSON_HELP, check_suffix, handles_errors, parse_columns, print_json, stdout
 
 spectral_app = typer.Typer(
     name="spectral",
@@ -38,6 +39,12 @@ def _model(c: float, r: float, s: float) -> Any:
 def _check_distribution(value: str) -> str:
     if value not in _DISTRIBUTIONS:
         raise typer.BadParameter(f"{value!r} is not a noise law; use one of {', '.join(_DISTRIBUTIONS)}.")
+    return value
+
+
+def _check_missing(value: str) -> str:
+    if value not in ("error", "drop"):
+        raise typer.BadParameter("use 'error' (stop at a missing value, the default) or 'drop' (leave those rows out)")
     return value
 
 
@@ -88,12 +95,15 @@ def curve(
     s: float = _S,
     p: int = typer.Option(50, "--p", help="Number of questions (for the leakage), >= 1."),
     points: int = typer.Option(21, "--points", help="Rows of the table (the plot uses 400)."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write U(t) and g_IT(eps) to this SVG/PNG file."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write U(t) and g_IT(eps) to this .svg, .png or .pdf file."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The privacy–utility curve: t, U(t), P_IT(t) (nats) and P_ET(t) from 0 to 1.2 t*."""
     if points < 2:
         raise typer.BadParameter("give at least 2 points", param_hint="--points")
+    if plot is not None:  # checked before the work, not after
+        check_suffix(plot, (".svg", ".png", ".pdf"), "--plot")
+        check_output_path(plot)
     m = _model(c, r, s)
     tstar = m.critical_noise()
     t = np.linspace(0.0, 1.2 * tstar if tstar > 0 else s, points)
@@ -124,8 +134,6 @@ def _write_curve_plot(m: Any, p: int, path: Path) -> None:
 
     from sdckit.spectral._plots import plot_privacy_utility, plot_separation
 
-    if path.suffix.lower() not in (".svg", ".png", ".pdf"):
-        raise typer.BadParameter(f"{path.name}: give a .svg, .png or .pdf file", param_hint="--plot")
     fig1 = plot_separation(m)
     fig2 = plot_privacy_utility(m, p)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
@@ -140,7 +148,8 @@ def _write_curve_plot(m: Any, p: int, path: Path) -> None:
         dst.grid(alpha=0.3)
         dst.legend()
         plt.close(src)
-    fig.savefig(path)
+    with writing(path):
+        fig.savefig(path)
     plt.close(fig)
 
 
@@ -150,13 +159,15 @@ def design(
     c: float | None = typer.Option(None, "--c", help="Aspect ratio p/n (or give --data)."),
     r: float | None = typer.Option(None, "--r", help="Share of informative eigenvalues (or --data)."),
     s: float | None = typer.Option(None, "--s", help="Information eigenvalue (or --data)."),
-    p: int | None = typer.Option(None, "--p", help="Number of questions (default: the data's columns)."),
+    p: int | None = typer.Option(None, "--p", help="Number of questions (or --data: its columns)."),
     epsilon: float | None = typer.Option(None, "--epsilon", help="Leakage budget P_IT, nats per respondent."),
     mmse: float | None = typer.Option(None, "--mmse", help="MMSE floor P_ET (variance units)."),
     min_separation: float | None = typer.Option(None, "--min-separation", help="Keep U(t) >= this."),
     data: Path | None = typer.Option(None, "--data", help="Fit the spiked model to this file instead."),
     columns: str | None = typer.Option(None, "--columns", help="Numeric columns of --data (default: all)."),
     standardize: bool = typer.Option(False, "--standardize", help="z-score the columns of --data first."),
+    missing: str = typer.Option("error", "--missing", callback=_check_missing,
+                                help="Rows of --data with missing values: 'error' (default) or 'drop'."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Recommend the noise variance t for a leakage budget, an MMSE floor, or a separation target."""
@@ -165,9 +176,12 @@ def design(
     if sum(v is not None for v in (epsilon, mmse, min_separation)) != 1:
         raise typer.BadParameter("give exactly one of --epsilon, --mmse or --min-separation")
     fit = None
+    if data is not None and any(v is not None for v in (c, r, s, p)):
+        raise typer.BadParameter("--data fits c, r, s and p from the file; leave out --c, --r, --s and --p")
     if data is not None:
         fit, d = design_noise_from_data(str(data), parse_columns(columns), standardize=standardize,
-                                        max_leakage=epsilon, min_mmse=mmse, min_separation=min_separation)
+                                        max_leakage=epsilon, min_mmse=mmse, min_separation=min_separation,
+                                        missing="drop" if missing == "drop" else "error")
     else:
         if c is None or r is None or s is None or p is None:
             raise typer.BadParameter("give --c, --r, --s and --p (or --data)")
@@ -246,8 +260,9 @@ def simulate(
 
 @handles_errors
 def noise(
-    data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
-    columns: str | None = typer.Option(None, "--columns", "-c", help="Numeric columns to perturb (default: all)."),
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
+    columns: str | None = typer.Option(None, "--columns", "-c",
+                                       help="Numeric columns to perturb (default: all, then all must be numeric)."),
     t: float = typer.Option(..., "--t", help="Noise variance per entry (squared units of the columns)."),
     distribution: str = typer.Option("gaussian", "--distribution", callback=_check_distribution,
                                      help="gaussian | laplace | uniform | rademacher | discrete."),
@@ -258,16 +273,10 @@ def noise(
     from sdckit._io import read_path
     from sdckit.spectral import AdditiveNoise
 
-    suffix = out.suffix.lower()
-    if suffix not in (".parquet", ".csv", ".jsonl"):
-        raise typer.BadParameter(f"{out.name}: write .parquet, .csv or .jsonl", param_hint="--out")
+    check_suffix(out, (".parquet", ".csv", ".csv.gz", ".tsv", ".jsonl"), "--out")
+    check_output_path(out, inputs=[data])  # before the work; never over the input file
     frame = read_path(data)
     noisy = AdditiveNoise(t=t, distribution=distribution, columns=parse_columns(columns),  # type: ignore[arg-type]
                           seed=seed).fit_transform(frame)
-    if suffix == ".parquet":
-        noisy.write_parquet(out)
-    elif suffix == ".csv":
-        noisy.write_csv(out)
-    else:
-        noisy.write_ndjson(out)
+    write_table(noisy, out)
     stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution})")

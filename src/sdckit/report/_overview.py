@@ -14,6 +14,15 @@ UNKNOWN_MARKERS = ("?", "")
 """Text values that usually mean 'unknown' in survey files; reported, never altered."""
 
 
+def _example(value: Any) -> Any:
+    """A value fit for a table cell and JSON: nested values (lists, structs) as their text."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "to_list"):
+        value = value.to_list()
+    return str(value)
+
+
 def describe_data(source: DataSource, columns: Sequence[str] | None = None) -> dict[str, Any]:
     """Rows, columns and, per column: type, distinct values, missing values, unknown markers.
 
@@ -43,7 +52,7 @@ def describe_data(source: DataSource, columns: Sequence[str] | None = None) -> d
                 "n_distinct": int(s.n_unique()),
                 "n_missing": n_missing,
                 "n_unknown_marker": n_unknown,
-                "example": non_null[0] if len(non_null) else None,
+                "example": _example(non_null[0]) if len(non_null) else None,
             }
         )
     return {"source": data.source, "n_rows": len(frame), "n_columns": len(data.columns), "columns": cols}

@@ -195,7 +195,7 @@ class Report:
         self.parameters = dict(parameters or {})
         self.seed = seed
         self.sections: list[Section] = []
-        self.created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+        self.created = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
     def add(self, section: Section) -> None:
         """Append a section; its id must be new."""

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit.errors import ParameterError, SdcWarning
+from sdckit.errors import InputError, ParameterError, SdcWarning
 
 BoundMethod: TypeAlias = Literal["lower", "support", "theorem2", "theorem3", "best"]
 """How the joint exposure is bounded from single-column marginals (anonymity notes §2)."""
@@ -29,6 +32,24 @@ REL_TOL = 1e-12
 _WEIGHT_NAME = re.compile(
     r"(^|[^a-z])(fnlwgt|wgt|wgtp|wt|perwt|hhwt|pweight|(sampling|survey|design|final|person)[_ ]?weights?|weight[_ ]?factor)([^a-z]|$)"
 )  # survey weights by their usual names; a bare "weight" may be body weight, a real attribute
+
+
+_PACKAGE = str(Path(__file__).resolve().parent.parent) + "/"
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for ``warnings.warn`` that points at the first caller outside sdckit.
+
+    A fixed stacklevel points inside the library when the public function is reached through
+    another one (``risk_summary`` -> ``exposure_curve`` -> the check); the warning should name the
+    user's own line.
+    """
+    frame = sys._getframe(1)  # the function that will call warnings.warn: stacklevel 1
+    level = 1
+    while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def check_method(method: str, allowed: Sequence[str] = BOUND_METHODS) -> str:
@@ -99,9 +120,23 @@ def check_budget(budget: float) -> float:
         )
     if b > 0.5:
         warnings.warn(
-            f"budget={b}: up to {b:.0%} of users may be in groups smaller than k", SdcWarning, stacklevel=3
+            f"budget={b}: up to {b:.0%} of users may be in groups smaller than k",
+            SdcWarning,
+            stacklevel=user_stacklevel(),
         )
     return b
+
+
+def check_groupable(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: Sequence[str]) -> None:
+    """Raise for a column holding lists, arrays or records: a quasi-identifier needs one plain value per row."""
+    schema = frame.collect_schema()
+    for c in columns:
+        dtype = schema[c]
+        if dtype.is_nested() or dtype == nw.Object:
+            raise InputError(
+                f"column {c!r} holds {dtype} values, not one plain value per row; a quasi-identifier is "
+                "counted by value. Convert it to text or leave it out."
+            )
 
 
 def warn_weight_columns(columns: Sequence[str]) -> None:
@@ -112,7 +147,7 @@ def warn_weight_columns(columns: Sequence[str]) -> None:
                 f"column {c!r} looks like a survey weight, not an attribute an attacker knows; weights are "
                 "nearly unique per row and make almost everyone unique. Leave it out of the columns.",
                 SdcWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
 
 
@@ -122,7 +157,7 @@ def warn_identifier(column: str, n_distinct: int, n: int) -> None:
         f"column {column!r} has a different value in every row ({n_distinct:,} of {n:,}): it is probably an "
         "identifier and makes every user unique. Drop it or generalise it before measuring.",
         SdcWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
 
 

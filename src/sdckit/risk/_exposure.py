@@ -13,7 +13,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, like_input, read_data
 from sdckit.errors import EmptyTableError, InputError, UnreadableInputError
-from sdckit.risk._checks import as_scalar_or_array, threshold, warn_identifier, warn_weight_columns
+from sdckit.risk._checks import (
+    as_scalar_or_array,
+    check_groupable,
+    threshold,
+    warn_identifier,
+    warn_weight_columns,
+)
 from sdckit.risk._counting import n_distinct, size_histogram
 
 
@@ -190,6 +196,7 @@ def exposure_curve(
     """
     d = read_data(data, columns, missing=missing)
     cols = list(d.columns)
+    check_groupable(d.frame, cols)
     warn_weight_columns(cols)
     sizes, groups = size_histogram(d.frame, cols)
     curve = ExposureCurve(sizes, groups, columns=cols)

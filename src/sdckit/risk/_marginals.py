@@ -13,7 +13,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from sdckit._io import DataSource, MissingPolicy, read_data
 from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
-from sdckit.risk._checks import as_scalar_or_array, threshold, warn_identifier, warn_weight_columns
+from sdckit.risk._checks import (
+    as_scalar_or_array,
+    check_groupable,
+    threshold,
+    warn_identifier,
+    warn_weight_columns,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,6 +133,7 @@ class Marginals:
         column that looks like a survey weight or holds a different value in every row.
         """
         d = read_data(data, columns, missing=missing)
+        check_groupable(d.frame, d.columns)
         warn_weight_columns(d.columns)
         out: dict[str, dict[Any, int]] = {}
         for c in d.columns:

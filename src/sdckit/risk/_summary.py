@@ -122,6 +122,11 @@ def risk_summary(
         warnings.simplefilter("ignore", SdcWarning)
         marg = Marginals.from_data(d.frame, cols)
     n = curve.n
+    if k is not None and int(k) > n:
+        raise ParameterError(
+            f"k={int(k)} is larger than the {n:,} users measured: every user would be in a group smaller "
+            f"than k. Use k <= {n}."
+        )
     thr = int(threshold(n, k=k, t=t))
     truth = float(curve.not_k_anonymous(thr + 1))
     bounds = {m: float(joint_exposure_bound(marg, k=thr + 1, method=m)) for m in BOUND_METHODS}  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -268,12 +268,14 @@ def design_noise_from_data(
     max_leakage: float | None = None,
     min_mmse: float | None = None,
     min_separation: float | None = None,
+    missing: Literal["error", "drop"] = "error",
 ) -> tuple[SpikedFit, NoiseDesign]:
     """Fit the spiked model to representative clean data, then :func:`design_noise` on it.
 
     The eigenvalues of the sample covariance (columns centred; z-scored when ``standardize``, so t is
     then in units of each column's variance) give (k, s, floor) by :func:`fit_spiked`; the design
-    accounts for the floor as noise already present.
+    accounts for the floor as noise already present. Rows with missing values raise
+    (``missing="error"``, the default) or are left out of the fit (``missing="drop"``).
 
     Examples
     --------
@@ -289,15 +291,20 @@ def design_noise_from_data(
         z = np.asarray(X, dtype=float)
         if z.ndim != 2 or not np.all(np.isfinite(z)):
             raise InputError("X must be a finite 2-D array (rows = respondents, columns = answers).")
+        names: tuple[str, ...] = tuple(f"column {j}" for j in range(z.shape[1]))
     else:
-        z, _ = check_numeric(X, columns, min_rows=2)
+        z, cols = check_numeric(X, columns, missing=missing, min_rows=2)
+        names = tuple(f"column {c!r}" for c in cols)
     n, p = z.shape
     z = z - z.mean(axis=0)
     if standardize:
         sd = z.std(axis=0)
         if np.any(sd == 0):
             j = int(np.argmax(sd == 0))
-            raise InputError(f"column {j} is constant; drop it before standardising.")
+            raise InputError(
+                f"{names[j]} is constant; a z-score divides by its standard deviation (0). "
+                "Leave it out of the columns, or do not standardise."
+            )
         z = z / sd
     lam = np.linalg.eigvalsh(z.T @ z / n)
     fit = fit_spiked(lam, n=n, k=k)

@@ -27,6 +27,17 @@ DISTRIBUTIONS: tuple[str, ...] = ("gaussian", "laplace", "uniform", "rademacher"
 Seed = int | np.random.Generator | None
 
 
+def as_rng(seed: Seed) -> np.random.Generator:
+    """A numpy Generator from ``seed``: a Generator as is, an int >= 0, or None for OS entropy."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ParameterError(
+            f"seed={seed!r}: give a whole number >= 0, a numpy Generator, or None for fresh OS entropy."
+        )
+    return np.random.default_rng(seed)
+
+
 def _check_t(t: float) -> float:
     if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not math.isfinite(t) or t < 0:
         raise ParameterError(f"t={t!r}: the noise variance per entry must be a finite number >= 0.")
@@ -109,6 +120,7 @@ class AdditiveNoise:
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Validate the parameters and the columns (numeric, no missing values)."""
         _check_t(self.t)
+        as_rng(self.seed)  # a bad seed fails here, before any data is read
         if self.distribution not in DISTRIBUTIONS:
             raise ParameterError(
                 f"distribution={self.distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}."
@@ -123,7 +135,7 @@ class AdditiveNoise:
         if not hasattr(self, "feature_names_in_"):
             raise NotFittedError("AdditiveNoise is not fitted yet; call fit(X) or fit_transform(X) first.")
         z, names = check_numeric(X, list(self.feature_names_in_))
-        rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
+        rng = as_rng(self.seed)
         noise = draw_noise(z.shape, self.t, self.distribution, rng)
         out: dict[str, NDArray[Any]] = {}
         for j, name in enumerate(names):

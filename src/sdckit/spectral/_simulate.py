@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit.errors import ParameterError
-from sdckit.spectral._mechanism import NoiseDistribution, draw_noise
+from sdckit.spectral._mechanism import NoiseDistribution, as_rng, draw_noise
 from sdckit.spectral._model import SpikedModel
 
 
@@ -44,7 +44,7 @@ def simulate_spectrum(
     """
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 2:
         raise ParameterError(f"p={p!r}: simulate at least 2 questions.")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_rng(seed)
     n = max(1, round(p / model.c))
     k = model.spike_count(p)
     x = np.sqrt(t) * _unit((p, n), distribution, rng)
@@ -96,7 +96,7 @@ def simulate_gap(
     """Monte Carlo of the empirical gap at noise t, ``reps`` independent surveys of p questions."""
     if reps < 1:
         raise ParameterError(f"reps={reps}: run at least one replicate.")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_rng(seed)
     k = model.spike_count(p)
     gaps = np.empty(reps)
     for i in range(reps):
