@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from sdckit._io import check_output_path
 from sdckit.errors import SdcError, SdcWarning
 from sdckit.report import to_jsonable
 
@@ -25,6 +26,8 @@ stdout = Console()
 stderr = Console(stderr=True)
 
 JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
+
+PLOT_SUFFIXES = (".svg", ".png", ".pdf")
 
 
 @contextmanager
@@ -87,6 +90,12 @@ def check_suffix(path: Path, suffixes: Sequence[str], option: str) -> None:
     if not any(path.name.lower().endswith(s) for s in suffixes):
         choices = ", ".join(suffixes[:-1]) + " or " + suffixes[-1] if len(suffixes) > 1 else suffixes[0]
         raise typer.BadParameter(f"{path.name}: give a {choices} file", param_hint=option)
+
+
+def check_plot_path(path: Path, *, inputs: Sequence[Path] = ()) -> None:
+    """Refuse a ``--plot`` file of another type or over an input file; call it before the work."""
+    check_suffix(path, PLOT_SUFFIXES, "--plot")
+    check_output_path(path, inputs=inputs)
 
 
 @contextmanager

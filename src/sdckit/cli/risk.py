@@ -10,20 +10,21 @@ from typing import Any, cast
 import typer
 from rich.table import Table
 
-from sdckit._io import MissingPolicy, check_output_path, writing
+from sdckit._io import MissingPolicy, writing
 from sdckit.cli._common import (
     JSON_HELP,
-    check_suffix,
+    check_plot_path,
     handles_errors,
     parse_columns,
     print_json,
     stderr,
     stdout,
 )
+from sdckit.cli._common import (
+    PLOT_SUFFIXES as PLOT_SUFFIXES,  # kept importable from here
+)
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 from sdckit.risk._checks import BoundMethod
-
-PLOT_SUFFIXES = (".svg", ".png", ".pdf")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +37,9 @@ def _missing_option(value: str) -> str:
     if value not in ("value", "drop"):
         raise typer.BadParameter("use 'value' (missing is a value, the default) or 'drop' (drop those rows)")
     return value
+
+
+_MISSING = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'.")
 
 
 def _method_option(value: str) -> str:
@@ -69,7 +73,7 @@ def risk(
     t: float | None = typer.Option(
         None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
     ),
-    missing: str = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'."),
+    missing: str = _MISSING,
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     plot: Path | None = typer.Option(
         None, "--plot", help="Write the exposure curve and its bounds to this .svg, .png or .pdf file."
@@ -91,8 +95,7 @@ def risk(
     budget = 0.05 if budget is None else budget
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
-        check_suffix(plot, PLOT_SUFFIXES, "--plot")
-        check_output_path(plot, inputs=[data])
+        check_plot_path(plot, inputs=[data])
     summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast(MissingPolicy, missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
@@ -177,21 +180,20 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
     for part in value.split(","):
         if not part.strip():
             continue
+        malformed = typer.BadParameter(
+            f"{part!r}: use name=number, e.g. --weights age=2,sex=1", param_hint="--weights"
+        )
         name, sep, num = part.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise typer.BadParameter(
-                f"{part!r}: use name=number, e.g. --weights age=2,sex=1", param_hint="--weights"
-            )
+            raise malformed
         if name in out:
             raise typer.BadParameter(f"column {name!r} is weighted twice; weigh each column once",
                                      param_hint="--weights")
         try:
             out[name] = float(num)
         except ValueError:
-            raise typer.BadParameter(
-                f"{part!r}: use name=number, e.g. --weights age=2,sex=1", param_hint="--weights"
-            ) from None
+            raise malformed from None
     return out or None
 
 
@@ -216,7 +218,7 @@ def plan(
     weights: str | None = typer.Option(
         None, "--weights", help="Value of each column, e.g. age=3,sex=1 (default 1)."
     ),
-    missing: str = typer.Option("value", "--missing", callback=_missing_option, help="'value' or 'drop'."),
+    missing: str = _MISSING,
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     report: Path | None = typer.Option(
         None, "--report", help="Also write an HTML report with the plan section."

@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from sdckit._io import check_output_path, write_table, writing
-from sdckit.cli._common import JSON_HELP, check_suffix, handles_errors, parse_columns, print_json, stdout
+from sdckit.cli._common import (
+    JSON_HELP,
+    check_plot_path,
+    check_suffix,
+    handles_errors,
+    parse_columns,
+    print_json,
+    stdout,
+)
 
 spectral_app = typer.Typer(
     name="spectral",
@@ -102,8 +110,7 @@ def curve(
     if points < 2:
         raise typer.BadParameter("give at least 2 points", param_hint="--points")
     if plot is not None:  # checked before the work, not after
-        check_suffix(plot, (".svg", ".png", ".pdf"), "--plot")
-        check_output_path(plot)
+        check_plot_path(plot)
     m = _model(c, r, s)
     tstar = m.critical_noise()
     t = np.linspace(0.0, 1.2 * tstar if tstar > 0 else s, points)

@@ -1,17 +1,17 @@
-"""What the microaggregation estimators share: parameters, fitted checks, numeric input."""
+"""What the microaggregation estimators share: parameter types, checks, numeric input."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import Estimator as Estimator  # re-exported for imports of the old private name
 from sdckit._io import DataSource, as_narwhals, check_columns, check_numeric
-from sdckit.errors import MissingValuesError, NonNumericColumnError, NotFittedError, ParameterError
+from sdckit.errors import MissingValuesError, NonNumericColumnError, ParameterError
 
 Centre = Literal["mean", "median"]
 """Group centre: the attribute ``"mean"`` (default; keeps column means exactly) or ``"median"``."""
@@ -19,38 +19,6 @@ Centre = Literal["mean", "median"]
 Missing = Literal["error", "keep"]
 """``"error"``: missing values raise, naming the column. ``"keep"``: a missing cell counts as the
 column mean when grouping, is left out of its group's centre, and stays missing in the output."""
-
-
-class Estimator:
-    """Minimal scikit-learn contract: keyword parameters stored by ``__init__``, ``get_params``."""
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [name for name in sig.parameters if name != "self"]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor parameters and their current values."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params: Any) -> Estimator:
-        """Set constructor parameters (unknown names raise :class:`ParameterError`)."""
-        valid = set(self._param_names())
-        for name, value in params.items():
-            if name not in valid:
-                raise ParameterError(
-                    f"{type(self).__name__} has no parameter {name!r}; it has {sorted(valid)}."
-                )
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    def _check_fitted(self, attribute: str) -> None:
-        if not hasattr(self, attribute):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(...) first.")
 
 
 def numeric_matrix(

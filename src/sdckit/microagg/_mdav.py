@@ -9,9 +9,10 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import Estimator
 from sdckit._io import DataSource, as_narwhals, check_columns, like_input
 from sdckit.errors import ParameterError, TooFewRowsError
-from sdckit.microagg._base import Centre, Estimator, Missing, check_k, numeric_matrix
+from sdckit.microagg._base import Centre, Missing, check_k, numeric_matrix
 from sdckit.microagg._groups import (
     blocked_mdav_groups,
     first_component,
@@ -217,7 +218,7 @@ class Microaggregation(Estimator):
 
     def transform(self, X: DataSource) -> Any:
         """Replace the fitted columns by their group centres; same frame type, other columns untouched."""
-        self._check_fitted("groups_")
+        self.check_is_fitted("groups_")
         x, names = numeric_matrix(X, list(self.feature_names_in_), missing=self.missing)
         if x.shape[0] != self.groups_.shape[0]:
             raise ParameterError(

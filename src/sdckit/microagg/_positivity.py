@@ -10,9 +10,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import Estimator
 from sdckit._io import DataSource, like_input
 from sdckit.errors import InfeasibleError, ParameterError
-from sdckit.microagg._base import Estimator, numeric_matrix
+from sdckit.microagg._base import numeric_matrix
 from sdckit.microagg._restore import RANK_TOL, RestoreMethod, restoring_map
 
 PositivityMode = Literal["same", "subset", "global"]
@@ -308,7 +309,7 @@ class PositivityRestorer(Estimator):
 
     def transform(self, masked: DataSource) -> Any:
         """The positivity-constrained release for the rows seen in ``fit``, as ``masked``'s frame type."""
-        self._check_fitted("kept_")
+        self.check_is_fitted("kept_")
         x2, names = numeric_matrix(masked, list(self.feature_names_in_))
         if x2.shape[0] != self.kept_.shape[0]:
             raise ParameterError(

@@ -8,9 +8,10 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import Estimator
 from sdckit._io import DataSource, like_input
 from sdckit.errors import InfeasibleError, ParameterError
-from sdckit.microagg._base import Estimator, numeric_matrix
+from sdckit.microagg._base import numeric_matrix
 
 RestoreMethod = Literal["svd", "cholesky", "procrustes"]
 """How A is chosen among the maps with ``A S2 A^T = S1`` (all ``S1^{1/2} Q S2^{-1/2}``, Q orthogonal):
@@ -159,7 +160,7 @@ class MomentRestorer(Estimator):
 
     def transform(self, masked: DataSource) -> Any:
         """Apply T to the fitted columns of ``masked``; same frame type, other columns untouched."""
-        self._check_fitted("A_")
+        self.check_is_fitted("A_")
         x2, names = numeric_matrix(masked, list(self.feature_names_in_))
         y = x2 @ self.A_.T + self.b_
         return like_input(masked, {name: y[:, j] for j, name in enumerate(names)})

@@ -31,13 +31,24 @@ def _scale(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.floa
     return x.mean(axis=0), np.where(sd > 0, sd, 1.0)
 
 
+def _standardized_like(x: NDArray[np.float64], a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a`` in z-scores of the original ``x``: its column means and population sds (0 sd -> 1)."""
+    mean, sd = _scale(x)
+    return (a - mean) / sd
+
+
+def _sample_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Column sample sds (ddof=1) of the original; zeros for a single row."""
+    return x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
+
+
 def il1s(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     """IL1s = (1 / (n p)) sum_ij |x_ij - x'_ij| / (sqrt(2) sd_j): mean absolute change in sd units.
 
     As sdcMicro's ``dUtility(method="IL1")`` (a mean over cells; the notes write the sum).
     ``sd_j`` is the original sample sd (ddof=1); constant columns are left out. Unitless, >= 0.
     """
-    sd = x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
+    sd = _sample_sd(x)
     use = sd > 0
     if not use.any():
         return 0.0
@@ -48,9 +59,12 @@ def eigen_distance(x: NDArray[np.float64], xm: NDArray[np.float64], *, tol: floa
     """sum_j |lambda_j - lambda'_j| / lambda_j over the eigenvalues (descending) of the covariances
     of both tables standardised with the original mean and sd. Eigenvalues of the original below
     ``tol`` times the largest (exact collinearity) are left out. Unitless, >= 0."""
-    mean, sd = _scale(x)
-    lam = np.sort(np.linalg.eigvalsh(np.atleast_2d(np.cov((x - mean) / sd, rowvar=False))))[::-1]
-    lam_m = np.sort(np.linalg.eigvalsh(np.atleast_2d(np.cov((xm - mean) / sd, rowvar=False))))[::-1]
+
+    def spectrum(z: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.sort(np.linalg.eigvalsh(np.atleast_2d(np.cov(z, rowvar=False))))[::-1]
+
+    lam = spectrum(_standardized_like(x, x))
+    lam_m = spectrum(_standardized_like(x, xm))
     use = lam > tol * lam[0]
     return float(np.sum(np.abs(lam[use] - lam_m[use]) / lam[use]))
 
@@ -142,9 +156,8 @@ def cluster_utility(
     are left out. Default G = max(2, min(50, N // 100)). 0 when every cluster holds original and
     masked rows in the overall proportion; at most c^2 or (1 - c)^2.
     """
-    mean, sd = _scale(x)
     merged = np.vstack([x, xm])
-    z = (merged - mean) / sd
+    z = _standardized_like(x, merged)
     big_n = merged.shape[0]
     g = max(2, min(50, big_n // 100)) if n_clusters is None else n_clusters
     if g < 1 or g > big_n:
@@ -189,8 +202,7 @@ def propensity_utility(
     """
     if degree < 1:
         raise ParameterError(f"degree={degree} must be >= 1 (3 by default: cubic terms).")
-    mean, sd = _scale(x)
-    z = (np.vstack([x, xm]) - mean) / sd
+    z = _standardized_like(x, np.vstack([x, xm]))
     big_n = z.shape[0]
     feats = polynomial_terms(z, degree)
     feats = feats - feats.mean(axis=0)
@@ -255,7 +267,7 @@ def interval_disclosure(x: NDArray[np.float64], xm: NDArray[np.float64], *, k: f
     ``sd_j`` is the original sample sd (ddof=1) [lit: sdcMicro ``dRisk``; notes §4]. Rows must
     correspond. 1 for an unmasked release (every record is disclosed), lower is safer.
     """
-    sd = x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
+    sd = _sample_sd(x)
     inside = np.abs(x - xm) <= k * sd
     return float(np.mean(inside.all(axis=1)))
 
@@ -326,8 +338,7 @@ def utility_measures(
         raise ParameterError(
             f"original {x.shape} and masked {xm.shape} must have the same shape (rows correspond)."
         )
-    mean, sd = _scale(x)
-    z, zm = (x - mean) / sd, (xm - mean) / sd
+    z, zm = _standardized_like(x, x), _standardized_like(x, xm)
     cov, cov_m = np.atleast_2d(np.cov(x, rowvar=False)), np.atleast_2d(np.cov(xm, rowvar=False))
     with np.errstate(invalid="ignore", divide="ignore"):
         cor, cor_m = np.atleast_2d(np.corrcoef(x, rowvar=False)), np.atleast_2d(np.corrcoef(xm, rowvar=False))

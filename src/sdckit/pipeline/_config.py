@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 DEFAULT_SEED = 20261130
+DEFAULT_NAME = "sdckit release"
 
 MICROAGG_METHODS = ("mdav", "mdav_blocked", "vmdav", "rank", "pca", "single")
 POSITIVITY_MODES = ("none", "same", "subset", "global")
@@ -89,7 +90,7 @@ class PipelineConfig:
 
     input: str | None = None
     """Path of the data (CSV, Parquet, JSON lines); None or ``adult`` for the bundled Adult data."""
-    name: str = "sdckit release"
+    name: str = DEFAULT_NAME
     """Title of the report."""
     quasi_identifiers: tuple[str, ...] | None = None
     """Columns an attacker may know (default for Adult: the report defaults; otherwise required)."""
@@ -306,7 +307,7 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
     missing = _choice(obj, "missing", where, "value", ("value", "drop"))
     return PipelineConfig(
         input=resolve(_str(obj, "input", where, None)),
-        name=_str(obj, "name", where, "sdckit release") or "sdckit release",
+        name=_str(obj, "name", where, DEFAULT_NAME) or DEFAULT_NAME,
         quasi_identifiers=_columns(obj, "quasi_identifiers", where),
         numeric=_columns(obj, "numeric", where),
         k=_int(obj, "k", where, 5, minimum=1),

@@ -19,7 +19,7 @@ import polars as pl
 
 from sdckit._io import read_data, write_table
 from sdckit.errors import ConfigError
-from sdckit.pipeline._config import MicroaggregateStep, NoiseStep, PipelineConfig, SuppressStep
+from sdckit.pipeline._config import DEFAULT_NAME, MicroaggregateStep, NoiseStep, PipelineConfig, SuppressStep
 from sdckit.report._report import Report
 from sdckit.risk import Marginals, ReleasePlan, plan_release
 
@@ -227,6 +227,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     tick = advance or (lambda *_a, **_k: None)
     frame, source_name = _load(config)
     config = _with_defaults(config, frame)
+    if config.name == DEFAULT_NAME:
+        short = "UCI Adult" if config.uses_adult else source_name
+        config = replace(config, name=f"Release report: {short}")
     qis = config.quasi_identifiers or ()
     tick(description="Planning the release")
     plan = plan_release(

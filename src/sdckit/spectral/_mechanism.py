@@ -14,8 +14,9 @@ from typing import Any, Literal, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import Estimator
 from sdckit._io import DataSource, check_numeric, like_input
-from sdckit.errors import NotFittedError, ParameterError
+from sdckit.errors import ParameterError
 from sdckit.spectral._model import SpikedModel
 
 NoiseDistribution = Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"]
@@ -70,7 +71,7 @@ def draw_noise(shape: tuple[int, ...], t: float, distribution: NoiseDistribution
     raise ParameterError(f"distribution={distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}.")
 
 
-class AdditiveNoise:
+class AdditiveNoise(Estimator):
     """Local additive noise: each respondent adds i.i.d. noise of variance ``t`` to each answer.
 
     ``X_t = X + sqrt(t) Z`` with Z of mean 0 and variance 1 [seed, arXiv:1801.03553 §II]. Applied row
@@ -104,6 +105,8 @@ class AdditiveNoise:
     (['a', 'b'], ['x', 'y', 'z'])
     """
 
+    _not_fitted_message = "{name} is not fitted yet; call fit(X) or fit_transform(X) first."
+
     def __init__(
         self,
         *,
@@ -132,8 +135,7 @@ class AdditiveNoise:
 
     def transform(self, X: DataSource) -> Any:
         """Return X with noise added to the fitted columns, as the caller's own frame type."""
-        if not hasattr(self, "feature_names_in_"):
-            raise NotFittedError("AdditiveNoise is not fitted yet; call fit(X) or fit_transform(X) first.")
+        self.check_is_fitted("feature_names_in_")
         z, names = check_numeric(X, list(self.feature_names_in_))
         rng = as_rng(self.seed)
         noise = draw_noise(z.shape, self.t, self.distribution, rng)
@@ -150,7 +152,7 @@ class AdditiveNoise:
         return self.fit(X).transform(X)
 
 
-class NoisyPCA:
+class NoisyPCA(Estimator):
     """PCA for the aggregator of noisy answers, with the random-matrix diagnostics.
 
     Estimates Sigma by ``Sigma_hat_t - t I`` (E Sigma_hat_t = Sigma + t I) [seed §II], takes its
@@ -182,6 +184,8 @@ class NoisyPCA:
     >>> pca.n_spikes_, pca.n_separable_
     (4, 4)
     """
+
+    _not_fitted_message = "{name} is not fitted yet; call fit(X) first."
 
     def __init__(
         self,
@@ -223,16 +227,14 @@ class NoisyPCA:
 
     def transform(self, X: DataSource) -> NDArray[np.float64]:
         """Scores on the separable components (n, k) (all k spikes when none is separable)."""
-        if not hasattr(self, "components_"):
-            raise NotFittedError("NoisyPCA is not fitted yet; call fit(X) first.")
+        self.check_is_fitted("components_")
         z, _ = check_numeric(X, list(self.feature_names_in_))
         k = self.n_separable_ or self.n_spikes_
         return np.asarray(z @ self.components_[:k].T, dtype=float)
 
     def diagnostics(self) -> dict[str, Any]:
         """The random-matrix diagnostics as a JSON-ready dict."""
-        if not hasattr(self, "components_"):
-            raise NotFittedError("NoisyPCA is not fitted yet; call fit(X) first.")
+        self.check_is_fitted("components_")
         m: SpikedModel = self.model_
         sup = m.support(self.fit_.t_effective)
         return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -11,10 +11,10 @@ from sdckit.errors import MalformedMessageError
 from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
 from sdckit.protocol._wire import REDACTED, RowMessage, unpack_row
-from sdckit.protocol.parties._common import Tally
+from sdckit.protocol.parties._common import Receiver
 
 
-class Analyst:
+class Analyst(Receiver[RowMessage]):
     """Receives one row per user on the planned columns, with no link to who sent it.
 
     Parameters
@@ -30,12 +30,11 @@ class Analyst:
     """
 
     def __init__(self, private_key: PrivateKey, spec: CollectionSpec, plan: PublishedPlan) -> None:
+        super().__init__()
         self.private_key = private_key
         self.spec = spec
         self.plan = plan
         self.rows: list[tuple[Any, ...]] = []
-        self.tally = Tally()
-        self._salts: set[bytes] = set()
         self._info = info_label(spec.id, 2, "analyst")
 
     def open(self, inner: bytes) -> RowMessage:
@@ -48,24 +47,9 @@ class Analyst:
             )
         return msg
 
-    def receive(self, batch: Iterable[bytes]) -> Tally:
-        """Open, deduplicate (by salt) and keep a batch of rows from the shuffler."""
-        acc = dup = rej = 0
-        for inner in batch:
-            try:
-                msg = self.open(inner)
-            except MalformedMessageError:
-                rej += 1
-                continue
-            if msg.salt in self._salts:
-                dup += 1
-                continue
-            self._salts.add(msg.salt)
-            self.rows.append(msg.values)
-            acc += 1
-        t = Tally(acc, dup, rej)
-        self.tally = self.tally + t
-        return t
+    def _keep(self, msg: RowMessage) -> None:
+        """Keep an accepted row (:meth:`receive` opens and deduplicates a batch)."""
+        self.rows.append(msg.values)
 
     def release(self) -> pl.DataFrame:
         """The released table (see :func:`rows_to_frame`)."""

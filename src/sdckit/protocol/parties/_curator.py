@@ -4,7 +4,7 @@ marginals, decide the release plan (pure, no I/O)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from sdckit.errors import MalformedMessageError
@@ -12,10 +12,10 @@ from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
 from sdckit.protocol._planning import PlanMethod, decide_plan
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
 from sdckit.protocol._wire import FeatureMessage, decode_value, unpack_feature
-from sdckit.protocol.parties._common import Tally
+from sdckit.protocol.parties._common import Receiver
 
 
-class Curator:
+class Curator(Receiver[FeatureMessage]):
     """Counts single-feature marginals from round 1 and publishes which features are safe.
 
     The curator sees values but never a row: round-1 messages carry one feature each and arrive
@@ -34,11 +34,10 @@ class Curator:
     """
 
     def __init__(self, private_key: PrivateKey, spec: CollectionSpec) -> None:
+        super().__init__()
         self.private_key = private_key
         self.spec = spec
         self.counts: dict[str, Counter[str]] = {f: Counter() for f in spec.features}
-        self.tally = Tally()
-        self._salts: set[bytes] = set()
         self._info = info_label(spec.id, 1, "curator")
 
     def open(self, inner: bytes) -> FeatureMessage:
@@ -49,24 +48,9 @@ class Curator:
             raise MalformedMessageError(f"feature {msg.feature!r} is not in collection {self.spec.id!r}")
         return msg
 
-    def receive(self, batch: Iterable[bytes]) -> Tally:
-        """Open, deduplicate (by salt) and count a batch from the shuffler."""
-        acc = dup = rej = 0
-        for inner in batch:
-            try:
-                msg = self.open(inner)
-            except MalformedMessageError:
-                rej += 1
-                continue
-            if msg.salt in self._salts:
-                dup += 1
-                continue
-            self._salts.add(msg.salt)
-            self.counts[msg.feature][msg.value_key] += 1
-            acc += 1
-        t = Tally(acc, dup, rej)
-        self.tally = self.tally + t
-        return t
+    def _keep(self, msg: FeatureMessage) -> None:
+        """Count an accepted message (:meth:`receive` opens and deduplicates a batch)."""
+        self.counts[msg.feature][msg.value_key] += 1
 
     def marginals(self) -> dict[str, dict[Any, int]]:
         """``{feature: {value: users}}`` with the values decoded."""

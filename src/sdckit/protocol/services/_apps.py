@@ -277,13 +277,60 @@ class PlanRequest(BaseModel):
     local_suppression: bool = Field(False, description="publish redaction rules for rare values")
 
 
-def _receiver_common(app: FastAPI, store: CuratorStore | AnalystStore, cfg: ServiceConfig) -> None:
+def _receiver_app(
+    cfg: ServiceConfig, key: PrivateKey, store: CuratorStore | AnalystStore, log: logging.Logger, role: str
+) -> FastAPI:
+    """The app of a receiving role (curator, analyst): public routes, the tally, the store closed on exit."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        log.info("%s started", role)
+        yield
+        store.close()
+
+    app = _base_app(cfg, key, f"sdckit {role}", lifespan)
     admin = Depends(_bearer(cfg.admin_token, "admin"))
 
     @app.get("/admin/v1/collections/{collection}/tally", dependencies=[admin], tags=["admin"])
     def tally(collection: str) -> dict[str, int]:
         """Messages accepted, duplicated (counted once) and rejected."""
         return store.tally(_check_id(collection)).to_dict()
+
+    return app
+
+
+def _receive_route(
+    app: FastAPI,
+    store: CuratorStore | AnalystStore,
+    cfg: ServiceConfig,
+    party: Callable[[str], Curator | Analyst],
+    *,
+    expected_round: int,
+    role: str,
+) -> None:
+    """The relay endpoint where the shuffler delivers the batches of ``expected_round`` to ``role``."""
+    relay = Depends(_bearer(cfg.relay_token, "relay"))
+
+    @app.post(
+        "/internal/v1/collections/{collection}/rounds/{round_}/batch",
+        dependencies=[relay],
+        tags=["relay"],
+        description=f"A shuffled batch of round-{expected_round} messages from the shuffler; idempotent (salts).",
+    )
+    async def receive(collection: str, round_: int, request: Request) -> dict[str, int]:
+        p = party(collection)
+        if round_ != expected_round:
+            raise HTTPException(404, f"the {role} receives round {expected_round} only")
+        body = await _read_body(request, cfg.max_body_bytes)
+        batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
+        opened: list[Any] = []
+        rejected = 0
+        for m in batch:
+            try:
+                opened.append(p.open(m))
+            except MalformedMessageError:
+                rejected += 1
+        return store.record(collection, opened, rejected).to_dict()
 
 
 def curator_app(cfg: ServiceConfig) -> FastAPI:
@@ -295,16 +342,8 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
     for cid, (spec, _) in store.collections().items():
         parties[cid] = Curator(key, CollectionSpec.from_dict(spec))
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        log.info("curator started")
-        yield
-        store.close()
-
-    app = _base_app(cfg, key, "sdckit curator", lifespan)
+    app = _receiver_app(cfg, key, store, log, "curator")
     admin = Depends(_bearer(cfg.admin_token, "admin"))
-    relay = Depends(_bearer(cfg.relay_token, "relay"))
-    _receiver_common(app, store, cfg)
 
     def party(collection: str) -> Curator:
         c = parties.get(_check_id(collection))
@@ -333,23 +372,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         """The collection's public specification."""
         return party(collection).spec.to_dict()
 
-    @app.post(
-        "/internal/v1/collections/{collection}/rounds/{round_}/batch", dependencies=[relay], tags=["relay"]
-    )
-    async def receive(collection: str, round_: int, request: Request) -> dict[str, int]:
-        """A shuffled batch of round-1 messages from the shuffler; idempotent (salts)."""
-        c = party(collection)
-        if round_ != 1:
-            raise HTTPException(404, "the curator receives round 1 only")
-        body = await _read_body(request, cfg.max_body_bytes)
-        batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
-        opened, rejected = [], 0
-        for m in batch:
-            try:
-                opened.append(c.open(m))
-            except MalformedMessageError:
-                rejected += 1
-        return store.record(collection, opened, rejected).to_dict()
+    _receive_route(app, store, cfg, party, expected_round=1, role="curator")
 
     @app.get("/admin/v1/collections/{collection}/marginals", dependencies=[admin], tags=["admin"])
     def marginals(collection: str) -> dict[str, Any]:
@@ -402,16 +425,8 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         if plan is not None:
             parties[cid] = Analyst(key, CollectionSpec.from_dict(spec), PublishedPlan.from_dict(plan))
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        log.info("analyst started")
-        yield
-        store.close()
-
-    app = _base_app(cfg, key, "sdckit analyst", lifespan)
+    app = _receiver_app(cfg, key, store, log, "analyst")
     admin = Depends(_bearer(cfg.admin_token, "admin"))
-    relay = Depends(_bearer(cfg.relay_token, "relay"))
-    _receiver_common(app, store, cfg)
 
     def party(collection: str) -> Analyst:
         a = parties.get(_check_id(collection))
@@ -439,23 +454,7 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         log.info("collection %r registered with %d planned column(s)", collection, len(p.columns))
         return {"spec": s.to_dict(), "plan": p.to_dict()}
 
-    @app.post(
-        "/internal/v1/collections/{collection}/rounds/{round_}/batch", dependencies=[relay], tags=["relay"]
-    )
-    async def receive(collection: str, round_: int, request: Request) -> dict[str, int]:
-        """A shuffled batch of round-2 messages from the shuffler; idempotent (salts)."""
-        a = party(collection)
-        if round_ != 2:
-            raise HTTPException(404, "the analyst receives round 2 only")
-        body = await _read_body(request, cfg.max_body_bytes)
-        batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
-        opened, rejected = [], 0
-        for m in batch:
-            try:
-                opened.append(a.open(m))
-            except MalformedMessageError:
-                rejected += 1
-        return store.record(collection, opened, rejected).to_dict()
+    _receive_route(app, store, cfg, party, expected_round=2, role="analyst")
 
     @app.get("/admin/v1/collections/{collection}/release", dependencies=[admin], tags=["admin"])
     def release(collection: str) -> dict[str, Any]:
