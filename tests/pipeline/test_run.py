@@ -178,3 +178,20 @@ def test_report_with_the_shuffle_protocol(csv: Path, survey: pl.DataFrame) -> No
     assert section.data["exposure_at_k"] <= plan["bound"] + 1e-12
     for column, counts in section.data["marginals"].items():
         assert sum(counts.values()) == 300, column
+
+
+def test_dropped_rows_are_reported(tmp_path: Path, survey: pl.DataFrame) -> None:
+    holes = survey.with_columns(
+        pl.when(pl.int_range(pl.len()) % 50 == 0).then(None).otherwise(pl.col("sex")).alias("sex")
+    )
+    path = tmp_path / "holes.csv"
+    holes.write_csv(path)
+    raw = _config(path, missing="drop", steps=[])
+    result = run_pipeline(parse_config(raw))
+    assert result.protected.height == 400 - 8  # rows 0, 50, ..., 350 lose their sex
+    assert result.report.inputs["rows dropped (missing values)"] == 8
+    data_section = next(s for s in result.report.sections if s.id == "data")
+    assert data_section.data["n_dropped_missing"] == 8
+    # with the default policy the gaps are a value of their own and nothing is dropped
+    kept = run_pipeline(parse_config(_config(path, steps=[])), report=False)
+    assert kept.protected.height == 400

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from numpy.typing import NDArray
 
-from sdckit._io import read_data, write_table
+from sdckit._io import check_numeric, read_data, write_table
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import DEFAULT_NAME, MicroaggregateStep, NoiseStep, PipelineConfig, SuppressStep
 from sdckit.report._report import Report
@@ -61,18 +62,19 @@ class PipelineResult:
     """The HTML report (not yet written)."""
 
 
-def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str]:
+def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str, int]:
+    """The input as a polars frame, its name, and how many rows ``missing: drop`` removed."""
     if config.uses_adult:
         from sdckit.datasets import load_adult
 
-        return load_adult(), "UCI Adult (bundled, 32,561 rows; Becker & Kohavi 1996, CC BY 4.0)"
+        return load_adult(), "UCI Adult (bundled, 32,561 rows; Becker & Kohavi 1996, CC BY 4.0)", 0
     assert config.input is not None
     data = read_data(config.input, missing=config.missing)
     frame = data.frame
     native = frame.to_native() if not data.is_lazy else frame.collect().to_native()  # type: ignore[union-attr]
     if not isinstance(native, pl.DataFrame):  # pragma: no cover - paths are read with polars
         native = pl.DataFrame(native)
-    return native, Path(config.input).name
+    return native, Path(config.input).name, int(data.n_dropped or 0)
 
 
 def _check_columns(frame: pl.DataFrame, columns: Sequence[str], key: str, source: str) -> None:
@@ -132,9 +134,8 @@ def _with_defaults(config: PipelineConfig, frame: pl.DataFrame) -> PipelineConfi
     return replace(config, quasi_identifiers=tuple(qis), numeric=tuple(numeric) if numeric else None)
 
 
-def _numeric_columns(frame: pl.DataFrame, columns: Sequence[str], where: str) -> np.ndarray:
-    from sdckit._io import check_numeric
-
+def _numeric_columns(frame: pl.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
+    """The columns as floats; a text column or a missing value raises its precise error."""
     X, _ = check_numeric(frame, list(columns), missing="error")
     return X
 
@@ -143,7 +144,7 @@ def _microaggregate(frame: pl.DataFrame, step: MicroaggregateStep, columns: tupl
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer
 
     original = frame.select(columns)
-    _numeric_columns(frame, columns, "microaggregate")  # precise error for text or missing values
+    _numeric_columns(frame, columns)  # precise error for text or missing values
     model = Microaggregation(k=step.k, method=step.method, columns=list(columns))  # type: ignore[arg-type]
     masked = model.fit_transform(original)
     details: dict[str, Any] = {
@@ -172,7 +173,7 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
     from sdckit.spectral import AdditiveNoise
     from sdckit.spectral._design import design_noise_from_data
 
-    X = _numeric_columns(frame, columns, "noise")
+    X = _numeric_columns(frame, columns)
     mean, sd = X.mean(axis=0), X.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
     details: dict[str, Any] = {"distribution": step.distribution}
@@ -225,7 +226,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     from sdckit.report._main import assemble_report
 
     tick = advance or (lambda *_a, **_k: None)
-    frame, source_name = _load(config)
+    frame, source_name, n_dropped = _load(config)
     config = _with_defaults(config, frame)
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
@@ -254,7 +255,11 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
                 protected, log = _noise(protected, step, cols, config.seed + i)
             masked.update(cols)
         logs.append(log)
-    rep = assemble_report(config, frame, source_name, plan, tuple(logs), advance=tick) if report else Report(config.name)
+    rep = (
+        assemble_report(config, frame, source_name, plan, tuple(logs), advance=tick, n_dropped=n_dropped)
+        if report
+        else Report(config.name)
+    )
     return PipelineResult(config=config, protected=protected, plan=plan, steps=tuple(logs), report=rep)
 
 

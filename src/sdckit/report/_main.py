@@ -167,8 +167,12 @@ def assemble_report(
     steps: Sequence[StepLog] = (),
     *,
     advance: Advance | None = None,
+    n_dropped: int = 0,
 ) -> Report:
-    """Build every section of the main report for ``frame`` under ``config``."""
+    """Build every section of the main report for ``frame`` under ``config``.
+
+    ``n_dropped`` (rows removed by ``missing: drop``) is stated in the inputs and the data section.
+    """
     from sdckit.pipeline._config import MicroaggregateStep, NoiseStep
     from sdckit.report._microagg import microagg_section
     from sdckit.report._overview import overview_section
@@ -178,10 +182,17 @@ def assemble_report(
     tick = advance or (lambda *_a, **_k: None)
     qis = list(config.quasi_identifiers or ())
     numeric = list(config.numeric or ())
-    rep = Report(config.name, inputs={"data": source_name, "rows": frame.height}, parameters=config.to_dict(), seed=config.seed)
+    inputs: dict[str, Any] = {"data": source_name, "rows": frame.height}
+    if n_dropped:
+        inputs["rows dropped (missing values)"] = n_dropped
+    rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
     sections: list[Section] = []
     tick(description="The data at a glance")
-    sections.append(overview_section(frame))
+    overview = overview_section(frame)
+    if n_dropped:
+        overview.data["n_dropped_missing"] = n_dropped
+        overview.add(paragraph(f"{n_dropped:,} row(s) with a missing value were dropped (missing: drop) before this."))
+    sections.append(overview)
     tick(description="Re-identification risk")
     sections.append(risk_section(frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False))
     tick(description="Release plan")
