@@ -120,7 +120,7 @@ def test_simulate_statistical_setting_with_local_suppression(adult: pl.DataFrame
         adult.head(800),
         ["sex", "race", "relationship"],
         k=3,
-        budget=0.45,  # the statistical bound pays D = sqrt(ln(2/0.05) / (2 * 600)) = 0.055 (DKW)
+        budget=0.45,  # pays D = sqrt(ln(2 * 7 / 0.05) / (2 * 600)) = 0.069 (DKW, union over 7 feature sets)
         setting="statistical",
         round1_users=600,
         local_suppression=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -139,3 +140,67 @@ def test_plan_weights_duplicates_and_empty_parts(tmp_path: Path) -> None:
     r = runner.invoke(app, ["plan", str(path), "-k", "2", "--weights", "age=2,,sex=1", "--budget", "1", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["weight"] == 3.0
+
+
+def test_plan_statistical_setting(adult_csv: Path, tmp_path: Path) -> None:
+    from sdckit.risk import Marginals, plan_release
+
+    runner = CliRunner()
+    args = ["plan", str(adult_csv), "-c", COLS, "--k", "5", "--budget", "0.2"]
+    r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "10000", "--delta", "0.1", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert (out["setting"], out["n_release"], out["delta"]) == ("statistical", 10000, 0.1)
+    # the library on the same counts
+    lib = plan_release(
+        Marginals.from_data(load_adult(), COLS.split(",")),
+        k=5,
+        budget=0.2,
+        setting="statistical",
+        n_release=10000,
+        delta=0.1,
+    )
+    assert out["columns"] == list(lib.columns)
+    assert out["bound"] == pytest.approx(lib.bound, rel=1e-12)
+    assert out["bound"] <= 0.2
+    # the fixed setting says so too, with no delta
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.output
+    assert (json.loads(r.stdout)["setting"], json.loads(r.stdout)["delta"]) == ("fixed", None)
+    # the table names the setting, and the report is written
+    html = tmp_path / "plan.html"
+    r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "10000", "--report", str(html)])
+    assert r.exit_code == 0, r.output
+    assert "fresh release of 10,000 users" in r.stdout
+    sidecar = json.loads(next(tmp_path.glob("plan*.json")).read_text())
+    assert "Statistical setting" in json.dumps(sidecar)
+
+
+def _flat(text: str) -> str:
+    """stderr without rich's box drawing and line wrapping."""
+    return re.sub(r"[\s\u2500-\u257f]+", " ", text)
+
+
+def test_plan_statistical_setting_errors(adult_csv: Path) -> None:
+    runner = CliRunner()
+    args = ["plan", str(adult_csv), "-c", "sex", "--k", "5"]
+    r = runner.invoke(app, [*args, "--setting", "statistical"])
+    assert r.exit_code == 2
+    assert "give its size with --n-release N" in _flat(r.stderr)
+    r = runner.invoke(app, [*args, "--setting", "population"])
+    assert r.exit_code == 2
+    assert "use fixed" in _flat(r.stderr)
+    r = runner.invoke(app, [*args, "--n-release", "100"])  # fixed setting: would be ignored
+    assert r.exit_code == 2
+    assert "are for --setting statistical" in _flat(r.stderr)
+    r = runner.invoke(app, [*args, "--delta", "0.1"])
+    assert r.exit_code == 2
+    r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "100", "--delta", "1.5"])
+    assert r.exit_code == 1
+    assert "delta=1.5" in r.stderr
+    r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "0"])
+    assert r.exit_code == 1
+    assert "n_release=0" in r.stderr
+    r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "3"])
+    assert r.exit_code == 1
+    assert "released users" in r.stderr

@@ -25,6 +25,7 @@ from sdckit.cli._common import (
 )
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 from sdckit.risk._checks import BoundMethod
+from sdckit.risk._planner import Setting
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +47,15 @@ def _method_option(value: str) -> str:
     if value not in ("best", "theorem2", "theorem3", "support"):
         raise typer.BadParameter(
             f"{value!r}: use best, theorem2, theorem3 or support (upper bounds; 'lower' guarantees nothing)"
+        )
+    return value
+
+
+def _setting_option(value: str) -> str:
+    if value not in ("fixed", "statistical"):
+        raise typer.BadParameter(
+            f"{value!r}: use fixed (the counted users are released) or statistical (a fresh sample of "
+            "--n-release users is released)"
         )
     return value
 
@@ -223,12 +233,38 @@ def plan(
     report: Path | None = typer.Option(
         None, "--report", help="Also write an HTML report with the plan section."
     ),
+    setting: str = typer.Option(
+        "fixed",
+        "--setting",
+        callback=_setting_option,
+        help="fixed: the counted users are released; statistical: the counts are a sample and a fresh "
+        "sample of --n-release users is released.",
+    ),
+    n_release: int | None = typer.Option(
+        None, "--n-release", help="Users in the fresh release (required with --setting statistical)."
+    ),
+    delta: float | None = typer.Option(
+        None,
+        "--delta",
+        help="Statistical setting: probability (0..1) that the plan's bound fails [default: 0.05].",
+    ),
 ) -> None:
     """Choose the columns to release so at most --budget of users are in groups smaller than k."""
     from sdckit.risk import Marginals, plan_release
 
     if (data is None) == (from_marginals is None):
         raise typer.BadParameter("give DATA or --from-marginals (one of them)")
+    if setting == "statistical" and n_release is None:
+        raise typer.BadParameter(
+            "--setting statistical plans for a fresh release: give its size with --n-release N",
+            param_hint="--n-release",
+        )
+    if setting == "fixed" and (n_release is not None or delta is not None):  # else silently ignored
+        raise typer.BadParameter(
+            "--n-release and --delta are for --setting statistical; the fixed setting releases the counted "
+            "users and its bound always holds",
+            param_hint="--setting",
+        )
     cols = parse_columns(columns)
     if from_marginals is not None:
         marg = _read_marginals(from_marginals)
@@ -244,18 +280,30 @@ def plan(
         weights=_parse_weights(weights),
         method=cast(BoundMethod, method),
         columns=cols,
+        setting=cast(Setting, setting),
+        n_release=n_release,
+        delta=0.05 if delta is None else delta,
     )
     if report is not None:
         from sdckit.report._risk import plan_section
 
         _write_report(
-            report, plan_section(result), {"data": source}, {"k": k, "budget": budget, "method": method}
+            report,
+            plan_section(result),
+            {"data": source},
+            {"k": k, "budget": budget, "method": method, "setting": setting}
+            | ({"n_release": result.n_release, "delta": result.delta} if setting == "statistical" else {}),
         )
     if as_json:
         print_json(result)
         return
     shown = ", ".join(result.columns) if result.columns else "(no column)"
     stdout.print(f"[bold]{source}[/]: {result.n:,} users, k = {result.k}, budget {_pct(result.budget)}")
+    if result.setting == "statistical":
+        stdout.print(
+            f"Statistical setting: the counts are a sample; the bound is on the expected share of a fresh "
+            f"release of {result.n_release:,} users and holds with probability >= {1 - (result.delta or 0):.4g}"
+        )
     stdout.print(
         f"Release: [bold green]{shown}[/]  (bound {_pct(result.bound)}, {result.method}, {result.search} search)"
     )

@@ -12,9 +12,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-import numpy as np
-from numpy.typing import NDArray
-
 from sdckit.errors import ParameterError
 from sdckit.protocol._spec import PublishedPlan, Redaction, Setting
 from sdckit.protocol._wire import REDACTED, encode_value
@@ -33,9 +30,10 @@ def suppress_rare(counts: Mapping[str, Mapping[str, int]], k: int) -> dict[str, 
     """Merge, per feature, the values held by fewer than ``k`` users into :data:`REDACTED`.
 
     [derived] Merging values coarsens every user's group on any J (a group can only grow), so the
-    share of users in groups smaller than k can only fall; further random redactions by non-holders
-    (the decoys of seed §8) coarsen again. A bound computed on these merged marginals therefore
-    bounds the release made under the rules.
+    share of users in groups smaller than k can only fall: a bound computed on these merged
+    marginals bounds the release in which the holders redact. The random redactions of non-holders
+    (the decoys of seed §8) are *not* a coarsening — a decoy leaves its group, which can fall below
+    k — and are accounted for separately by :func:`decoy_allowance`.
     """
     out: dict[str, Counter[str]] = {}
     for f, c in counts.items():
@@ -51,6 +49,42 @@ def decoy_probability(n: int, holders: int, k: int) -> float:
     decoys in expectation and the redacted group is never just the holders [derived]."""
     others = n - holders
     return 1.0 if others <= k else k / others
+
+
+def decoy_allowance(
+    rules: Sequence[Redaction], counts: Mapping[str, Mapping[str, int]], n: int, *, k: int, delta: float
+) -> tuple[float, int]:
+    """Share of users the decoys can add to the exposure, and the decoy count it allows for.
+
+    [derived] Let D be the number of users who redact as decoys (non-holders of a rule's value who
+    draw the rule's coin). Starting from the release in which only holders redact, a decoy leaves
+    its group g; a group of at least k users that falls below k keeps at most k - 1 users, and at
+    most D groups lose a member. So the users in groups smaller than k grow by at most
+    D (the decoys) + (k - 1) D (their old group-mates): the exposure grows by at most k D / n.
+    D is a sum of independent Bernoulli coins with mean mu = sum over rules of (n - holders) q;
+    Bernstein's inequality gives D <= mu + a with probability >= 1 - delta, where
+    a = L/3 + sqrt(L^2/9 + 2 mu L) and L = ln(1/delta).
+
+    Returns (min(1, k D_max / n), D_max).
+    """
+    if not rules:
+        return 0.0, 0
+    mu = sum((n - counts[r.feature].get(r.value_key, 0)) * r.probability for r in rules)
+    log_term = math.log(1.0 / delta)
+    a = log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * mu * log_term)
+    d_max = math.ceil(mu + a)
+    return min(1.0, k * d_max / n), d_max
+
+
+def _redaction_rules(
+    counts: Mapping[str, Mapping[str, int]], columns: Sequence[str], k: int, n: int
+) -> list[Redaction]:
+    return [
+        Redaction(feature=f, value_key=key, probability=decoy_probability(n, held, k))
+        for f in columns
+        for key, held in counts[f].items()
+        if held < k
+    ]
 
 
 def decide_plan(
@@ -81,8 +115,11 @@ def decide_plan(
         users with the estimators of §3.
     n_release : Users expected in round 2 (statistical setting; default: as many as round 1).
     local_suppression : Also publish redaction rules for the rare values (count < k) of the
-        planned features, and plan on the marginals with those values merged (:func:`suppress_rare`).
-    delta : Statistical setting: the plan's bound holds with probability >= 1 - delta.
+        planned features, and plan on the marginals with those values merged (:func:`suppress_rare`);
+        the bound then includes the decoys' allowance (:func:`decoy_allowance`), and when that
+        breaks the budget the plan is made without local suppression.
+    delta : The plan's bound holds with probability >= 1 - delta (statistical setting: over the
+        round-1 sample; with local suppression: over the decoys' coins; with both, >= 1 - 2 delta).
     """
     from sdckit.risk import Marginals, plan_release
 
@@ -106,12 +143,28 @@ def decide_plan(
         columns, bound, how, excluded = tuple(plan.columns), plan.bound, plan.method, dict(plan.excluded)
     redactions: list[Redaction] = []
     if local_suppression:
-        for f in columns:
-            for key, held in counts[f].items():
-                if held < k:
-                    redactions.append(
-                        Redaction(feature=f, value_key=key, probability=decoy_probability(n1, held, k))
-                    )
+        redactions = _redaction_rules(counts, columns, k, n1)
+        allowance, d_max = decoy_allowance(redactions, counts, n1, k=k, delta=delta)
+        plain = decide_plan(
+            counts,
+            collection=collection,
+            k=k,
+            budget=budget,
+            method=method,
+            weights=weights,
+            setting=setting,
+            n_release=n_release,
+            local_suppression=False,
+            delta=delta,
+        )
+
+        def weight(cols: Sequence[str]) -> float:
+            return sum((weights or {}).get(c, 1.0) for c in cols)
+
+        # local suppression only when, decoys included, it fits the budget and releases more
+        if bound + allowance > budget or weight(columns) <= weight(plain.columns):
+            return plain
+        bound, how = bound + allowance, f"{how} + decoy allowance k D/n (D <= {d_max}, delta={delta:g})"
     return PublishedPlan(
         collection=collection,
         columns=columns,
@@ -126,12 +179,6 @@ def decide_plan(
     )
 
 
-def _binom_tail(n: int, t: NDArray[np.float64], k: int) -> NDArray[np.float64]:
-    from scipy.stats import binom
-
-    return np.asarray(binom.cdf(k - 2, n - 1, t), dtype=np.float64)
-
-
 def statistical_bound(
     marginals: Marginals,
     columns: Sequence[str],
@@ -140,35 +187,23 @@ def statistical_bound(
     n_release: int,
     method: PlanMethod = "best",
     delta: float = 0.05,
-    grid: int = 64,
 ) -> float:
     """Upper bound, w.p. >= 1 - delta, on the statistical exposure of a fresh release of
     ``n_release`` users on ``columns``, from the round-1 sample's single-column marginals.
 
-    [derived] For any t in [0, 1], splitting the values v of the joint population law p at t,
-
-        Q^stat_n(k) = sum_v p_v P(Bin(n-1, p_v) <= k-2) <= Q_p(t) + P(Bin(n-1, t) <= k-2),
-
-    since the binomial tail falls as p_v grows. DKW on the sample of n_hat users (anonymity notes
-    §3): Q_p(t) <= Q_hat(t + 2D) + D with D = sqrt(ln(2/delta) / (2 n_hat)), simultaneously for all
-    t; and Q_hat(s) <= B_J(s), the marginal bound of §2 computed on the sample's marginals. The
-    result is min over a geometric grid of t (``grid`` points between 1/n and 1) of
-    ``B_J(t + 2D) + D + P(Bin(n-1, t) <= k-2)``, clipped to [0, 1]. Conservative: the DKW term
-    (D = 0.0107 for n_hat = 16,000 and delta = 0.05) is the price of not seeing the joint law.
+    :func:`sdckit.risk.statistical_exposure_bound` (its Notes hold the derivation [derived;
+    anonymity notes §3, §2]). For one set of columns fixed in advance; :func:`statistical_plan`
+    covers the set it chooses with a union bound.
     """
-    from sdckit.risk import joint_exposure_bound
+    from sdckit.risk import statistical_exposure_bound
 
     if not columns:
         return 0.0
-    n_hat = marginals.n
-    d = math.sqrt(math.log(2 / delta) / (2 * n_hat))
-    t = np.concatenate([[0.0], np.geomspace(1.0 / n_release, 1.0, grid)])
-    s = np.minimum(1.0, t + 2 * d)
-    b = np.asarray(
-        joint_exposure_bound(marginals, t=s, method=method, columns=list(columns)), dtype=np.float64
+    return float(
+        statistical_exposure_bound(
+            marginals, k=k, n_release=n_release, delta=delta, method=method, columns=list(columns)
+        )
     )
-    total = b + d + _binom_tail(n_release, t, k)
-    return float(min(1.0, total.min()))
 
 
 def statistical_plan(
@@ -181,53 +216,24 @@ def statistical_plan(
     weights: Mapping[str, float] | None = None,
     delta: float = 0.05,
 ) -> tuple[tuple[str, ...], float, str, dict[str, str]]:
-    """The heaviest set of columns whose :func:`statistical_bound` is within ``budget``.
+    """The heaviest set of columns whose statistical bound is within ``budget``.
 
-    Exact search over column sets with pruning: the bound only grows when a column is added (each
-    B_J does), so a set over budget prunes its supersets. Returns (columns, bound, method label,
-    reasons for the excluded columns).
+    :func:`sdckit.risk.plan_release` with ``setting="statistical"``: the bound of
+    :func:`sdckit.risk.statistical_exposure_bound` at delta / (2^d - 1) per set of the d features,
+    so the chosen set's bound holds with probability >= 1 - delta although it was chosen after
+    seeing the counts. Returns (columns, bound, method label, reasons for the excluded columns).
     """
-    if not 0 <= budget <= 1:
-        raise ParameterError(f"budget={budget!r}: give a share of users in [0, 1]")
-    if not 0 < delta < 1:
-        raise ParameterError(f"delta={delta!r}: give a probability in (0, 1), e.g. 0.05")
-    cols = list(marginals.columns)
-    w = {c: 1.0 for c in cols} | dict(weights or {})
-    cache: dict[frozenset[str], float] = {}
+    from sdckit.risk import plan_release
 
-    def bound(js: Sequence[str]) -> float:
-        key = frozenset(js)
-        if key not in cache:
-            ordered = [c for c in cols if c in key]
-            cache[key] = statistical_bound(
-                marginals, ordered, k=k, n_release=n_release, method=method, delta=delta
-            )
-        return cache[key]
-
-    cands = sorted((c for c in cols if bound([c]) <= budget), key=lambda c: (-w[c], bound([c])))
-    best: list[object] = [-1.0, math.inf, ()]
-
-    def dfs(i: int, cur: tuple[str, ...], weight: float, b: float) -> None:
-        if weight > best[0] or (weight == best[0] and b < best[1]):  # type: ignore[operator]
-            best[:] = [weight, b, cur]
-        if i == len(cands) or weight + sum(w[c] for c in cands[i:]) < best[0]:  # type: ignore[operator]
-            return
-        trial = (*cur, cands[i])
-        value = bound(trial)
-        if value <= budget:
-            dfs(i + 1, trial, weight + w[cands[i]], value)
-        dfs(i + 1, cur, weight, b)
-
-    dfs(0, (), 0.0, 0.0)
-    chosen = tuple(c for c in cols if c in set(best[2]))  # type: ignore[call-overload]
-    excluded = {}
-    for c in cols:
-        if c in chosen:
-            continue
-        alone = bound([c])
-        if alone > budget:
-            excluded[c] = f"alone its statistical bound is {alone:.4g} > budget {budget:g}"
-        else:
-            excluded[c] = f"with the chosen columns the statistical bound would be {bound([*chosen, c]):.4g}"
+    plan = plan_release(
+        marginals,
+        k=k,
+        budget=budget,
+        weights=weights,
+        method=method,
+        setting="statistical",
+        n_release=n_release,
+        delta=delta,
+    )
     label = f"statistical ({method} bound on the sample marginals + DKW, delta={delta:g}, n={n_release})"
-    return chosen, bound(chosen), label, excluded
+    return tuple(plan.columns), plan.bound, label, dict(plan.excluded)

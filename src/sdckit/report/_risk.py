@@ -157,8 +157,14 @@ def plan_section(plan: ReleasePlan) -> Section:
         ),
         *_plan_blocks(plan),
     )
-    section.summary = (
+    summary = (
         f"Release {len(plan.columns)} column(s) ({', '.join(plan.columns) or 'none'}); at most {_pct(plan.bound)} "
         f"of users in groups smaller than {plan.k} (budget {_pct(plan.budget)})."
     )
+    if plan.setting == "statistical":
+        summary += (
+            f" Statistical setting: the counts are a sample; the bound is on the expected share in a fresh "
+            f"release of {plan.n_release:,} users and holds with probability at least {1 - (plan.delta or 0):.4g}."
+        )
+    section.summary = summary
     return section

@@ -10,13 +10,14 @@ from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._marginals import Marginals
-from sdckit.risk._planner import ReleasePlan, plan_release
+from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
     plugin_exposure,
     statistical_exposure,
 )
+from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "Marginals",
     "ReleasePlan",
     "RiskSummary",
+    "Setting",
     "StatisticalExposure",
     "entropy",
     "entropy_exposure_bound",
@@ -40,4 +42,5 @@ __all__ = [
     "record_risk",
     "risk_summary",
     "statistical_exposure",
+    "statistical_exposure_bound",
 ]

@@ -12,8 +12,12 @@ from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
 from sdckit.risk._bounds import _bound
 from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
 from sdckit.risk._marginals import Marginals
+from sdckit.risk._statistical_bound import _statistical_bound, check_delta, check_n_release
 
 SearchKind = Literal["exact", "greedy"]
+Setting = Literal["fixed", "statistical"]
+"""``"fixed"``: the release is the very table whose marginals were counted (anonymity notes §2);
+``"statistical"``: the counts come from a sample and the release is a fresh sample (§3, §5)."""
 
 MAX_EXACT_COLUMNS = 20
 """Up to this many columns the search over column sets is exact (branch and bound); greedy beyond."""
@@ -23,8 +27,10 @@ MAX_EXACT_COLUMNS = 20
 class ReleasePlan:
     """Which columns to release so that at most ``budget`` of users can be in groups smaller than k.
 
-    The guarantee is a bound computed from the single-column marginals only (no joint counts): with
-    these columns released, the share of users in groups smaller than ``k`` is at most ``bound``.
+    The guarantee is a bound computed from the single-column marginals only (no joint counts). In
+    the fixed setting, with these columns released the share of users in groups smaller than ``k``
+    is at most ``bound``. In the statistical setting, the expected share in a fresh release of
+    ``n_release`` users is at most ``bound`` with probability >= 1 - ``delta`` over the sample.
     """
 
     columns: tuple[str, ...]
@@ -46,6 +52,15 @@ class ReleasePlan:
     search: SearchKind = "exact"
     """``"exact"``: the largest total weight among all column sets (bounds only grow when columns
     are added); ``"greedy"``: columns added one at a time (more than 20 candidate columns)."""
+    setting: Setting = "fixed"
+    """``"fixed"``: ``bound`` holds for the counted users themselves, with certainty;
+    ``"statistical"``: ``bound`` is on Q^stat_n(k), the expected share of a fresh release of
+    ``n_release`` users, and holds with probability >= 1 - ``delta``."""
+    n_release: int | None = None
+    """Users in the fresh release (statistical setting; None in the fixed setting)."""
+    delta: float | None = None
+    """Statistical setting: probability (0..1) that the bound of the chosen columns fails, over the
+    draw of the sample, whichever columns were chosen; None in the fixed setting (no failure)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form with stable keys (``budget`` and ``bound`` are shares of users)."""
@@ -59,14 +74,30 @@ class ReleasePlan:
             "weight": self.weight,
             "n": self.n,
             "search": self.search,
+            "setting": self.setting,
+            "n_release": self.n_release,
+            "delta": self.delta,
         }
 
 
 class _Evaluator:
-    """Memoised bound of a column set at one threshold (only answers below ``budget`` are sharp)."""
+    """Memoised bound of a column set at one threshold (only answers below ``budget`` are sharp).
 
-    def __init__(self, marginals: Marginals, thr: int, method: str, budget: float) -> None:
+    With ``statistical=(n_release, delta, d)``, the bound is instead the statistical one of
+    :func:`statistical_exposure_bound`, valid simultaneously for all sets of the d candidate columns
+    (always sharp).
+    """
+
+    def __init__(
+        self,
+        marginals: Marginals,
+        thr: int,
+        method: str,
+        budget: float,
+        statistical: tuple[int, float, int] | None = None,
+    ) -> None:
         self.marginals, self.thr, self.method, self.budget = marginals, thr, method, budget
+        self.statistical = statistical
         self.cache: dict[frozenset[str], float] = {}
         self.options: dict[tuple[str, str], Any] = {}
 
@@ -75,6 +106,18 @@ class _Evaluator:
         if not sharp and key in self.cache:
             return self.cache[key]
         order = [c for c in self.marginals.columns if c in key]
+        if self.statistical is not None:
+            if key not in self.cache:
+                n_release, delta, n_columns = self.statistical
+                self.cache[key] = _statistical_bound(
+                    self.marginals.select(order),
+                    k=self.thr + 1,
+                    n_release=n_release,
+                    method=self.method,
+                    delta=delta,
+                    n_columns=n_columns,
+                )
+            return self.cache[key]
         value = float(
             _bound(
                 self.marginals.select(order),
@@ -96,12 +139,21 @@ def plan_release(
     weights: Mapping[str, float] | None = None,
     method: BoundMethod = "best",
     columns: Sequence[str] | None = None,
+    setting: Setting = "fixed",
+    n_release: int | None = None,
+    delta: float = 0.05,
 ) -> ReleasePlan:
     """Choose the columns to release: the largest total weight whose exposure bound at k is <= budget.
 
     Global suppression decided from marginals alone [seed; anonymity notes §5 step 4]: the curator
     keeps the set J maximising sum_{j in J} w_j subject to B_J((k - 1) / n) <= budget, where B is the
     upper bound ``method`` of :func:`joint_exposure_bound`. Ties go to the smaller bound.
+
+    In the statistical setting (anonymity notes §5: the counted users are a sample of a population,
+    the release a fresh sample of ``n_release`` users), B_J is replaced by the bound of
+    :func:`statistical_exposure_bound` on Q^stat_n(k), each set at delta / (2^d - 1) for d candidate
+    columns, so that the chosen set's bound holds with probability >= 1 - delta (union bound over
+    every set the search could choose after seeing the counts).
 
     Parameters
     ----------
@@ -111,6 +163,11 @@ def plan_release(
     weights : value of releasing each column (default 1 each, i.e. the most columns); >= 0.
     method : an upper bound: ``"best"`` (default), ``"theorem2"``, ``"theorem3"`` or ``"support"``.
     columns : the candidate columns (default: all columns of the marginals).
+    setting : ``"fixed"`` (default): the release is the counted table itself; ``"statistical"``:
+        the counts are of a sample and the release is a fresh sample of ``n_release`` users.
+    n_release : users in the fresh release (statistical setting only, required there).
+    delta : statistical setting: probability (0..1, exclusive) that the plan's bound fails, over the
+        draw of the sample. Ignored in the fixed setting, whose bound always holds.
 
     Returns
     -------
@@ -118,9 +175,11 @@ def plan_release(
 
     Raises
     ------
-    ParameterError : k < 1, budget outside [0, 1], a negative weight, or ``method="lower"`` (a lower
-        bound guarantees nothing).
-    InfeasibleError : k larger than the number of users (no release meets the budget).
+    ParameterError : k < 1, budget outside [0, 1], a negative weight, ``method="lower"`` (a lower
+        bound guarantees nothing), an unknown setting, ``n_release`` missing in the statistical
+        setting or given in the fixed one, or delta outside (0, 1).
+    InfeasibleError : k larger than the number of users (of the release, in the statistical
+        setting): no release meets the budget.
 
     Notes
     -----
@@ -146,8 +205,22 @@ def plan_release(
             f"method={method!r} is a lower bound and guarantees nothing; plan with 'best', 'theorem2', "
             "'theorem3' or 'support'."
         )
+    if setting not in ("fixed", "statistical"):
+        raise ParameterError(f"setting={setting!r}: use 'fixed' (the counted users are released) or 'statistical'.")
+    statistical = setting == "statistical"
+    if statistical and n_release is None:
+        raise ParameterError(
+            "setting='statistical' plans for a fresh release: give n_release, the number of users in it."
+        )
+    if not statistical and n_release is not None:
+        raise ParameterError(
+            f"n_release={n_release!r} is only for setting='statistical'; in the fixed setting the release is "
+            "the counted users."
+        )
     k_int = int(check_k(k))
     b = check_budget(budget)
+    n_rel = check_n_release(n_release) if statistical else None
+    dlt = check_delta(delta) if statistical else None
     cands = list(marginals.columns if columns is None else columns)
     for c in cands:
         if c not in marginals.counts:
@@ -162,11 +235,17 @@ def plan_release(
             w[c] = float(v)
     n = marginals.n
     thr = k_int - 1
-    if n <= thr:
+    n_users = n_rel if n_rel is not None else n
+    if n_users <= thr:
+        who = "released users" if statistical else "users"
         raise InfeasibleError(
-            f"k={k_int} is larger than the {n:,} users: nobody can be in a group of k. Lower k to at most {n}."
+            f"k={k_int} is larger than the {n_users:,} {who}: nobody can be in a group of k. "
+            f"Lower k to at most {n_users}."
         )
-    evaluate = _Evaluator(marginals, thr, method, b)
+    stat = None
+    if n_rel is not None and dlt is not None:
+        stat = (n_rel, dlt, len(cands))  # union bound over the 2^d - 1 sets the search may choose
+    evaluate = _Evaluator(marginals, thr, method, b, stat)
     alone = {c: evaluate([c]) for c in cands}
     feasible = [c for c in cands if alone[c] <= b]
     feasible.sort(key=lambda c: (-w[c], alone[c]))
@@ -180,17 +259,18 @@ def plan_release(
     ordered = tuple(c for c in marginals.columns if c in set(chosen))
     bound = evaluate(ordered, sharp=True) if ordered else 0.0
     excluded: dict[str, str] = {}
+    what = "statistical bound" if statistical else "bound"
     for c in cands:
         if c in chosen:
             continue
         if alone[c] > b:
-            excluded[c] = f"alone its bound is {evaluate([c], sharp=True):.4g} > budget {b:g}"
+            excluded[c] = f"alone its {what} is {evaluate([c], sharp=True):.4g} > budget {b:g}"
             continue
         with_c = evaluate([*ordered, c], sharp=True)
         if with_c > b:
-            excluded[c] = f"with the chosen columns the bound would be {with_c:.4g} > budget {b:g}"
+            excluded[c] = f"with the chosen columns the {what} would be {with_c:.4g} > budget {b:g}"
         else:
-            excluded[c] = f"not chosen (weight {w[c]:g}); adding it gives bound {with_c:.4g}"
+            excluded[c] = f"not chosen (weight {w[c]:g}); adding it gives {what} {with_c:.4g}"
     return ReleasePlan(
         columns=ordered,
         k=k_int,
@@ -201,6 +281,9 @@ def plan_release(
         weight=float(sum(w[c] for c in ordered)),
         n=n,
         search=search,
+        setting=setting,
+        n_release=n_rel,
+        delta=dlt,
     )
 
 
