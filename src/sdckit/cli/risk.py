@@ -246,7 +246,7 @@ def plan(
     delta: float | None = typer.Option(
         None,
         "--delta",
-        help="Statistical setting: probability (0..1) that the plan's bound fails [default: 0.05].",
+        help="Statistical setting: probability (0..1) that the plan's bound fails (default 0.05).",
     ),
 ) -> None:
     """Choose the columns to release so at most --budget of users are in groups smaller than k."""
