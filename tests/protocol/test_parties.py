@@ -385,3 +385,24 @@ def test_hybrid_post_quantum_suite_through_both_rounds() -> None:
     assert verify_release([(r["sex"], r["race"]) for r in rows], analyst.rows)
     with pytest.raises(ParameterError, match="uses mlkem768-x25519"):
         User(spec, shuffler_key=KEYS["shuffler"].public_key(), curator_key=keys["curator"].public_key())
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['["age",[1]]', '["age",{"timedelta_us":1e300}]', '["age",{"decimal":"abc"}]', '["age","\\ud800"]'],
+)
+def test_sealed_hostile_content_is_rejected_not_raised(body: str) -> None:
+    # each used to raise out of Curator.receive (OverflowError, InvalidOperation, ParameterError,
+    # UnicodeEncodeError), failing the whole batch; the service then answered 5xx/422 and the
+    # shuffler retried the batch forever
+    raw = body.encode("utf-8", "surrogatepass")
+    plain = bytes([1, 1]) + os.urandom(16) + len(raw).to_bytes(2, "big") + raw + bytes(256 - 20 - len(raw))
+    curator = Curator(KEYS["curator"], SPEC)
+    msg = seal(KEYS["curator"].public_key(), plain, info_label(SPEC.id, 1, "curator"))
+    good = seal(
+        KEYS["curator"].public_key(),
+        pack_feature("age", 30, os.urandom(16), 256),
+        info_label(SPEC.id, 1, "curator"),
+    )
+    t = curator.receive([msg, good])
+    assert (t.accepted, t.duplicates, t.rejected) == (1, 0, 1)

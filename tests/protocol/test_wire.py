@@ -147,3 +147,56 @@ def test_needed_length_is_the_smallest_pad_that_fits(feature: str, value: object
     assert len(pack_feature(feature, value, os.urandom(16), need)) == need
     with pytest.raises(ParameterError):
         pack_feature(feature, value, os.urandom(16), need - 1)
+
+
+def _raw_plaintext(body: str, kind: int = 1, pad: int = 256) -> bytes:
+    """A plaintext with any body text, header built by hand (not by the code under test)."""
+    b = body.encode("utf-8", "surrogatepass")
+    return bytes([1, kind]) + b"s" * 16 + len(b).to_bytes(2, "big") + b + bytes(pad - 20 - len(b))
+
+
+# Bodies a hostile sender can seal: each used to escape as OverflowError, decimal.InvalidOperation,
+# ParameterError, ValueError or RecursionError, failing the whole relayed batch (the shuffler then
+# retried it forever); each must be one MalformedMessageError (the message is counted as rejected).
+HOSTILE_FEATURE_BODIES = [
+    '["age",[1]]',  # a list as a value
+    '["age",{"timedelta_us":100000000000000000000}]',  # timedelta overflow
+    '["age",{"timedelta_us":1e300}]',
+    '["age",{"decimal":"abc"}]',  # decimal.InvalidOperation
+    '["age","\\ud800"]',  # a lone surrogate cannot be encoded
+    '["\\udfff","x"]',
+    '["age",NaN]',  # bare constants: non-finite floats are tagged
+    '["age",Infinity]',
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE_FEATURE_BODIES)
+def test_hostile_feature_bodies_are_malformed(body: str) -> None:
+    with pytest.raises(MalformedMessageError):
+        unpack_feature(_raw_plaintext(body), 256)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '["age",' + "1" * 5000 + "]",  # beyond int_max_str_digits: ValueError from json
+        '["age",' + "[" * 3000 + "]" * 3000 + "]",  # RecursionError from json
+    ],
+)
+def test_hostile_bodies_of_large_pads_are_malformed(body: str) -> None:
+    with pytest.raises(MalformedMessageError):
+        unpack_feature(_raw_plaintext(body, pad=8192), 8192)
+
+
+@pytest.mark.parametrize("body", ['[["sex",[1]]]', '[["sex",{"decimal":"x"}]]', '[["sex","\\ud800"]]'])
+def test_hostile_row_bodies_are_malformed(body: str) -> None:
+    with pytest.raises(MalformedMessageError):
+        unpack_row(_raw_plaintext(body, kind=2, pad=1024), 1024)
+
+
+@pytest.mark.parametrize(
+    "text", ["[1]", '{"timedelta_us": 1e300}', '{"decimal": "abc"}', "1" * 5000, "[" * 5000]
+)
+def test_decode_value_raises_malformed_only(text: str) -> None:
+    with pytest.raises(MalformedMessageError):
+        decode_value(text)

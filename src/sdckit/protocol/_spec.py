@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -20,9 +21,15 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def check_collection_id(collection: str) -> str:
     """A collection id is 1-64 characters of letters, digits, ``.``, ``_``, ``-``."""
-    if not isinstance(collection, str) or not _ID.match(collection):
+    # fullmatch, not match: "$" also matches before a final newline, so "abc\n" passed
+    if not isinstance(collection, str) or not _ID.fullmatch(collection):
+        shown = (
+            repr(collection[:64]) + ("..." if len(collection) > 64 else "")
+            if isinstance(collection, str)
+            else type(collection).__name__
+        )
         raise ParameterError(
-            f"collection id {collection!r} is not allowed; use 1-64 letters, digits, '.', '_' or '-'"
+            f"collection id {shown} is not allowed; use 1-64 letters, digits, '.', '_' or '-'"
         )
     return collection
 
@@ -47,6 +54,8 @@ class CollectionSpec:
     def __post_init__(self) -> None:
         check_collection_id(self.id)
         check_suite(self.suite)
+        if not all(isinstance(f, str) and f for f in self.features):
+            raise ParameterError("features must be non-empty strings (the names users send in round 1)")
         if not self.features or len(set(self.features)) != len(self.features):
             raise ParameterError(f"features must be non-empty and distinct, got {list(self.features)}")
         for name, pad in (("round1_pad", self.round1_pad), ("round2_pad", self.round2_pad)):
@@ -113,8 +122,10 @@ class PublishedPlan:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PublishedPlan:
+        """The plan from its JSON form (:meth:`to_dict`), checked field by field: it may come from
+        a request, so anything else raises :class:`ConfigError`."""
         try:
-            return cls(
+            plan = cls(
                 **{
                     **d,
                     "columns": tuple(d["columns"]),
@@ -122,5 +133,38 @@ class PublishedPlan:
                     "redactions": tuple(Redaction(**r) for r in d.get("redactions", ())),
                 }
             )
-        except (TypeError, KeyError) as err:
+        except (TypeError, KeyError, ValueError) as err:  # ValueError: dict("ab")
             raise ConfigError(f"not a published plan: {err}") from None
+        plan._check()
+        return plan
+
+    def _check(self) -> None:
+        def real(x: Any) -> bool:
+            return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+        problems = []
+        if not isinstance(self.collection, str):
+            problems.append("collection is not a string")
+        if not all(isinstance(c, str) for c in self.columns) or len(set(self.columns)) != len(self.columns):
+            problems.append("columns are not distinct strings")
+        if not (isinstance(self.k, int) and not isinstance(self.k, bool) and self.k >= 1):
+            problems.append("k is not an integer >= 1")
+        if not all(real(x) and 0 <= x <= 1 for x in (self.budget, self.bound)):
+            problems.append("budget and bound are not shares in [0, 1]")
+        if not (isinstance(self.n_round1, int) and self.n_round1 >= 0):
+            problems.append("n_round1 is not a count")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in self.excluded.items()):
+            problems.append("excluded is not {column: reason}")
+        if self.setting not in ("fixed", "statistical"):
+            problems.append("setting is not 'fixed' or 'statistical'")
+        for r in self.redactions:
+            if not (
+                isinstance(r.feature, str)
+                and isinstance(r.value_key, str)
+                and real(r.probability)
+                and 0 <= r.probability <= 1
+            ):
+                problems.append("a redaction is not {feature, value_key, probability in [0, 1]}")
+                break
+        if problems:
+            raise ConfigError(f"not a published plan: {'; '.join(problems)}")

@@ -95,6 +95,8 @@ def _tag(value: Any) -> Any:
 
 
 def _untag(obj: Any) -> Any:
+    if isinstance(obj, list):  # a value is a scalar or a one-key tagged object (never nested)
+        raise MalformedMessageError("a value is a JSON scalar or a one-key tagged object, not an array")
     if not isinstance(obj, dict):
         return obj
     if len(obj) != 1:
@@ -119,7 +121,7 @@ def _untag(obj: Any) -> Any:
             return Decimal(payload)
         if tag == "bytes":
             return base64.b64decode(payload.encode(), validate=True)
-    except (ValueError, TypeError, AttributeError):
+    except (ValueError, TypeError, AttributeError, ArithmeticError):  # Overflow (timedelta), decimal errors
         raise MalformedMessageError(f"bad payload for the value tag {tag!r}") from None
     raise MalformedMessageError(f"unknown value tag {tag!r}")
 
@@ -142,9 +144,10 @@ def encode_value(value: Any) -> str:
 def decode_value(text: str) -> Any:
     """Inverse of :func:`encode_value`."""
     try:
-        return _untag(json.loads(text))
-    except json.JSONDecodeError:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):  # also digits beyond int_max_str_digits, deep nesting
         raise MalformedMessageError("a value is not valid JSON") from None
+    return _untag(obj)
 
 
 @dataclass(frozen=True)
@@ -204,10 +207,18 @@ def _unpad(plain: bytes, kind: int, pad_length: int | None) -> tuple[bytes, Any]
     if end > len(plain) or any(plain[end:]):
         raise MalformedMessageError("bad body length or non-zero padding")
     try:
-        body = json.loads(plain[HEADER_LENGTH:end].decode())
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise MalformedMessageError("the message body is not UTF-8 JSON") from None
+        body = json.loads(plain[HEADER_LENGTH:end].decode(), parse_constant=_no_constant)
+        _dumps(body)  # a lone surrogate (\ud800) parses but cannot be encoded or counted
+    except (ValueError, RecursionError):
+        # ValueError covers bad UTF-8 and JSON, NaN/Infinity literals (values tag them), integers
+        # beyond int_max_str_digits and unencodable strings; RecursionError deep nesting. All
+        # are the sender's fault: reject the message, never fail the batch.
+        raise MalformedMessageError("the message body is not canonical UTF-8 JSON") from None
     return salt, body
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"bare {name}: non-finite floats are tagged")
 
 
 def pack_feature_length(feature: str, value: Any) -> int:

@@ -27,10 +27,13 @@ larger than ``max_body_bytes`` get 413. The OpenAPI spec is at ``/openapi.json``
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
+import os
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,8 +41,10 @@ from typing import Any
 
 import httpx
 from fastapi import Body, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from sdckit import __version__
 from sdckit.errors import ConfigError, InfeasibleError, MalformedMessageError, ParameterError, SdcError
@@ -55,6 +60,10 @@ from sdckit.protocol.services._store import AnalystStore, CuratorStore, Shuffler
 
 BATCH_MEDIA = "application/octet-stream"
 _ROUNDS = (1, 2)
+_DETAIL_CHARS = 500
+_MAX_K = 2**31 - 1
+_MAX_HEAD_BYTES = 16 * 1024
+"""Largest request line plus headers (bytes); a longer head gets 400 and the connection closes."""
 
 
 def _logger(cfg: ServiceConfig) -> logging.Logger:
@@ -63,20 +72,25 @@ def _logger(cfg: ServiceConfig) -> logging.Logger:
     log.setLevel(logging.INFO)
     log.propagate = False
     Path(cfg.data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
-    handler = logging.FileHandler(Path(cfg.data_dir) / f"{cfg.role}.log")
+    path = Path(cfg.data_dir) / f"{cfg.role}.log"
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # owner only, like the store
+    os.chmod(path, 0o600)
+    handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     log.addHandler(handler)
     return log
 
 
 def _bearer(expected: str, realm: str) -> Callable[[Request], None]:
-    token = expected.encode()
+    token = hashlib.sha256(expected.encode()).digest()
 
     def check(request: Request) -> None:
         auth = request.headers.get("authorization", "")
         scheme, _, given = auth.partition(" ")
-        # compare_digest on bytes of any length: time does not depend on where they differ
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token):
+        # compare_digest of SHA-256 digests: the time depends neither on where the tokens differ
+        # nor on the expected token's length (compare_digest returns early on unequal lengths)
+        given_digest = hashlib.sha256(given.strip().encode("utf-8", "surrogateescape")).digest()
+        if not hmac.compare_digest(given_digest, token) or scheme.lower() != "bearer":
             raise HTTPException(
                 401,
                 f"missing or wrong {realm} bearer token",
@@ -114,14 +128,29 @@ def _check_id(collection: str) -> str:
 
 
 def _base_app(cfg: ServiceConfig, key: PrivateKey, title: str, lifespan: Any = None) -> FastAPI:
-    app = FastAPI(title=title, version=__version__, lifespan=lifespan)
+    # max_body_size: every route, JSON ones included, gets 413 past the limit (declared or streamed)
+    app = FastAPI(title=title, version=__version__, lifespan=lifespan, max_body_size=cfg.max_body_bytes)
 
     @app.exception_handler(SdcError)
     async def _sdc_error(_: Request, err: SdcError) -> JSONResponse:
         status = 400 if isinstance(err, MalformedMessageError) else 422
         if isinstance(err, InfeasibleError):
             status = 409
-        return JSONResponse({"detail": str(err)}, status_code=status)
+        return JSONResponse({"detail": str(err)[:_DETAIL_CHARS]}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, err: RequestValidationError) -> JSONResponse:
+        """422 naming where and why, never echoing the input (FastAPI's default does, and fails
+        with a 500 when the input holds a NaN it cannot render)."""
+        detail = [
+            {
+                "loc": [str(part)[:64] for part in e.get("loc", ())][:8],
+                "msg": str(e.get("msg", ""))[:200],
+                "type": str(e.get("type", "")),
+            }
+            for e in err.errors()[:10]
+        ]
+        return JSONResponse({"detail": detail}, status_code=422)
 
     @app.get("/healthz", tags=["public"])
     def healthz() -> dict[str, str]:
@@ -148,6 +177,10 @@ class _Forwarder:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="forwarder", daemon=True)
         self._backoff = 0.0
+        # per (collection, round): a pool the next hop refuses (unknown collection, no plan yet)
+        # backs off alone and never blocks the other pools
+        self._pair_backoff: dict[tuple[str, int], float] = {}
+        self._retry_at: dict[tuple[str, int], float] = {}
 
     def start(self) -> None:
         self._thread.start()
@@ -164,7 +197,7 @@ class _Forwarder:
                 try:
                     moved = self.forward_due(http)
                     self._backoff = 0.0
-                except (httpx.HTTPError, _RefusedError) as err:
+                except httpx.HTTPError as err:  # the next hop is unreachable: back off for all pools
                     self._backoff = min(5.0, max(0.1, 2 * self._backoff))
                     self.log.warning(
                         "forwarding failed (%s); retrying in %.1f s", type(err).__name__, self._backoff
@@ -179,27 +212,63 @@ class _Forwarder:
                     self._stop.wait(self.cfg.poll_seconds)
 
     def forward_due(self, http: httpx.Client) -> int:
+        """Forward every due pool; a pool the next hop refuses backs off alone (0.1 s doubling
+        to 5 s) and is retried later. Returns the number of messages forwarded."""
         moved = 0
-        for collection, round_ in self.store.due(self.cfg.batch_threshold):
-            pool = secure_permutation(self.store.take(collection, round_))
-            hop = self.cfg.curator_url if round_ == 1 else self.cfg.analyst_url
-            url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
-            for start in range(0, len(pool), self.cfg.forward_chunk):
-                chunk = pool[start : start + self.cfg.forward_chunk]
-                r = http.post(
-                    url, content=pack_batch(m for _, m in chunk), headers={"content-type": BATCH_MEDIA}
+        now = time.monotonic()
+        for pair in self.store.due(self.cfg.batch_threshold):
+            if self._retry_at.get(pair, 0.0) > now:
+                continue
+            try:
+                moved += self._forward(http, *pair)
+            except _RefusedError as err:
+                delay = min(5.0, max(0.1, 2 * self._pair_backoff.get(pair, 0.0)))
+                self._pair_backoff[pair], self._retry_at[pair] = delay, now + delay
+                self.log.warning(
+                    "next hop refused round %d of %r (%d); retrying in %.1f s",
+                    pair[1],
+                    pair[0],
+                    err.status,
+                    delay,
                 )
-                if r.status_code // 100 != 2:
-                    raise _RefusedError(r.status_code)
-                self.store.delete(collection, round_, [i for i, _ in chunk])  # acknowledged: drop
-                moved += len(chunk)
-            self.log.info("forwarded %d message(s) of round %d of %r", len(pool), round_, collection)
+                continue
+            self._pair_backoff.pop(pair, None)
+            self._retry_at.pop(pair, None)
         return moved
+
+    def _forward(self, http: httpx.Client, collection: str, round_: int) -> int:
+        moved = 0
+        pool = secure_permutation(self.store.take(collection, round_))
+        hop = self.cfg.curator_url if round_ == 1 else self.cfg.analyst_url
+        url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
+        for start in range(0, len(pool), self.cfg.forward_chunk):
+            chunk = pool[start : start + self.cfg.forward_chunk]
+            r = http.post(url, content=pack_batch(m for _, m in chunk), headers={"content-type": BATCH_MEDIA})
+            if r.status_code // 100 != 2:
+                raise _RefusedError(r.status_code)
+            self.store.delete(collection, round_, [i for i, _ in chunk])  # acknowledged: drop
+            moved += len(chunk)
+        self.log.info("forwarded %d message(s) of round %d of %r", len(pool), round_, collection)
+        return moved
+
+
+def _strip_all(
+    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int
+) -> tuple[list[bytes], str | None]:
+    """Strip every message, stopping at the first that does not open (then: what went wrong)."""
+    inner = []
+    for i, m in enumerate(outer):
+        try:
+            inner.append(shuffler.strip(m, collection, round_))
+        except MalformedMessageError as err:
+            return inner, f"message {i} of {len(outer)}: {err}"
+    return inner, None
 
 
 class _RefusedError(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(f"next hop answered {status}")
+        self.status = status
 
 
 def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI:
@@ -235,14 +304,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         except MalformedMessageError as err:
             store.reject(collection, round_, 1)
             raise HTTPException(400, f"not a batch of messages: {err}") from None
-        inner = []
-        for i, m in enumerate(outer):
-            try:
-                inner.append(shuffler.strip(m, collection, round_))
-            except MalformedMessageError as err:
-                store.reject(collection, round_, len(outer) - len(inner))
-                raise HTTPException(400, f"message {i} of {len(outer)}: {err}") from None
-        new = store.add(collection, round_, inner)
+        # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
+        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
+        if error is not None:
+            store.reject(collection, round_, len(outer) - len(inner))
+            raise HTTPException(400, error)
+        new = await run_in_threadpool(store.add, collection, round_, inner)
         return {"accepted": len(inner), "new": new}
 
     @app.post(
@@ -269,11 +336,15 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 class PlanRequest(BaseModel):
     """Parameters of the curator's decision."""
 
-    k: int = Field(5, ge=1, description="group size (users) of the k-anonymity target")
-    budget: float = Field(0.05, ge=0, le=1, description="share of users (0..1) allowed in groups < k")
+    k: int = Field(5, ge=1, le=_MAX_K, description="group size (users) of the k-anonymity target")
+    budget: float = Field(
+        0.05, ge=0, le=1, allow_inf_nan=False, description="share of users (0..1) allowed in groups < k"
+    )
     method: str = Field("best", description="bound of sdckit.risk.plan_release")
     weights: dict[str, float] | None = Field(None, description="utility weight per feature")
-    n_release: int | None = Field(None, ge=1, description="users expected in round 2 (statistical setting)")
+    n_release: int | None = Field(
+        None, ge=1, le=_MAX_K, description="users expected in round 2 (statistical setting)"
+    )
     local_suppression: bool = Field(False, description="publish redaction rules for rare values")
 
 
@@ -323,14 +394,22 @@ def _receive_route(
             raise HTTPException(404, f"the {role} receives round {expected_round} only")
         body = await _read_body(request, cfg.max_body_bytes)
         batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
-        opened: list[Any] = []
-        rejected = 0
-        for m in batch:
-            try:
-                opened.append(p.open(m))
-            except MalformedMessageError:
-                rejected += 1
-        return store.record(collection, opened, rejected).to_dict()
+        return await run_in_threadpool(_open_and_record, p, store, collection, batch)
+
+
+def _open_and_record(
+    p: Curator | Analyst, store: CuratorStore | AnalystStore, collection: str, batch: list[bytes]
+) -> dict[str, int]:
+    """Open each message (a malformed one is counted as rejected: the party raises
+    :class:`MalformedMessageError` for anything a sender can get wrong) and record the batch."""
+    opened: list[Any] = []
+    rejected = 0
+    for m in batch:
+        try:
+            opened.append(p.open(m))
+        except MalformedMessageError:
+            rejected += 1
+    return store.record(collection, opened, rejected).to_dict()
 
 
 def curator_app(cfg: ServiceConfig) -> FastAPI:
@@ -344,6 +423,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
 
     app = _receiver_app(cfg, key, store, log, "curator")
     admin = Depends(_bearer(cfg.admin_token, "admin"))
+    creating = threading.Lock()
 
     def party(collection: str) -> Curator:
         c = parties.get(_check_id(collection))
@@ -359,11 +439,12 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         s = CollectionSpec.from_dict({**spec, "id": _check_id(collection)})
         if s.suite != key.suite:
             raise HTTPException(422, f"the curator's key is {key.suite}; the spec asks for {s.suite}")
-        old = parties.get(collection)
-        if old is not None and old.spec != s:
-            raise HTTPException(409, f"collection {collection!r} exists with another spec")
-        store.put_collection(collection, s.to_dict(), None)
-        parties[collection] = Curator(key, s)
+        with creating:  # check and create in one step: two racing PUTs cannot both pass the check
+            old = parties.get(collection)
+            if old is not None and old.spec != s:
+                raise HTTPException(409, f"collection {collection!r} exists with another spec")
+            store.put_collection(collection, s.to_dict(), None)
+            parties[collection] = Curator(key, s)
         log.info("collection %r created with %d feature(s)", collection, len(s.features))
         return s.to_dict()
 
@@ -427,6 +508,7 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
 
     app = _receiver_app(cfg, key, store, log, "analyst")
     admin = Depends(_bearer(cfg.admin_token, "admin"))
+    creating = threading.Lock()
 
     def party(collection: str) -> Analyst:
         a = parties.get(_check_id(collection))
@@ -446,11 +528,17 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
             raise HTTPException(422, 'give {"spec": {...}, "plan": {...}}') from None
         if p.collection != collection:
             raise HTTPException(422, f"the plan is for {p.collection!r}")
-        old = parties.get(collection)
-        if old is not None and (old.spec != s or old.plan != p):
-            raise HTTPException(409, f"collection {collection!r} exists with another spec or plan")
-        store.put_collection(collection, s.to_dict(), p.to_dict())
-        parties[collection] = Analyst(key, s, p)
+        unknown = [c for c in p.columns if c not in s.features]
+        if unknown:
+            raise HTTPException(422, f"planned column(s) {unknown} are not features of the collection")
+        if s.suite != key.suite:
+            raise HTTPException(422, f"the analyst's key is {key.suite}; the spec asks for {s.suite}")
+        with creating:  # check and register in one step
+            old = parties.get(collection)
+            if old is not None and (old.spec != s or old.plan != p):
+                raise HTTPException(409, f"collection {collection!r} exists with another spec or plan")
+            store.put_collection(collection, s.to_dict(), p.to_dict())
+            parties[collection] = Analyst(key, s, p)
         log.info("collection %r registered with %d planned column(s)", collection, len(p.columns))
         return {"spec": s.to_dict(), "plan": p.to_dict()}
 
@@ -479,8 +567,20 @@ def build_app(cfg: ServiceConfig) -> FastAPI:
 
 
 def serve(cfg: ServiceConfig) -> None:
-    """Run the service in the foreground (uvicorn; access log off: it would link senders to times)."""
+    """Run the service in the foreground (uvicorn with h11, heads bounded to 16 KiB; access log
+    off: it would link senders to times)."""
     import uvicorn
 
     app = build_app(cfg)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, access_log=False, log_level="warning", server_header=False)
+    uvicorn.run(
+        app,
+        host=cfg.host,
+        port=cfg.port,
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        # h11 bounds the request line and headers (httptools buffers a header of any size: a 32 MB
+        # bearer token was read whole); the bodies are bounded by max_body_bytes
+        http="h11",
+        h11_max_incomplete_event_size=_MAX_HEAD_BYTES,
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from collections import Counter
@@ -28,6 +29,12 @@ from sdckit.protocol.parties import Tally
 class _Store:
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # stores hold counts and rows
+        # owner-only whatever the umask or the folder's mode (the analyst's store holds the released
+        # rows); SQLite gives its -wal and -shm files the database file's mode
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{path}{suffix}").exists():
+                os.chmod(f"{path}{suffix}", 0o600)
         self._con = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
         self._con.execute("PRAGMA journal_mode=WAL")
