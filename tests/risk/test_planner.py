@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import warnings
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,3 +102,11 @@ def test_plan_errors() -> None:
         plan_release(m, k=11, budget=0.1)
     with pytest.warns(SdcWarning, match="budget=0.6"):
         plan_release(m, k=2, budget=0.6)
+
+
+@pytest.mark.parametrize("k", [2**63, 2**70, float(2**64), np.uint64(2**63)])
+def test_huge_k_is_refused_as_too_large_not_wrapped(k: object) -> None:
+    # int64 would wrap 2**63 to a negative number; the message must be about the table's size
+    m = Marginals.from_counts({"a": {"x": 10, "y": 5}})
+    with pytest.raises(InfeasibleError, match="is larger than the 15 users"):
+        plan_release(m, k=k, budget=0.05)  # type: ignore[arg-type]

@@ -59,9 +59,20 @@ def check_method(method: str, allowed: Sequence[str] = BOUND_METHODS) -> str:
     return method
 
 
+_K_MAX = 2**62
+
+
 def check_k(k: ArrayLike) -> NDArray[np.int64]:
-    """Group sizes k >= 1 as int64 (any shape); raise for k < 1 or a non-integer k."""
+    """Group sizes k >= 1 as int64 (any shape); raise for k < 1 or a non-integer k.
+
+    A k above 2^62 (larger than any table) is clipped to 2^62 so int64 arithmetic cannot wrap; the
+    caller's "k is larger than the n users" check then speaks.
+    """
+    if isinstance(k, int) and not isinstance(k, bool) and k > _K_MAX:
+        k = _K_MAX
     arr = np.asarray(k)
+    if np.issubdtype(arr.dtype, np.unsignedinteger) or np.issubdtype(arr.dtype, np.floating):
+        arr = np.minimum(arr, _K_MAX)
     if arr.dtype == bool or not (
         np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)
     ):
