@@ -125,7 +125,11 @@ def decide_plan(
 
     if not isinstance(k, int) or k < 1:
         raise ParameterError(f"k={k!r}: give a group size >= 1 (users)")
-    effective = suppress_rare(counts, k) if local_suppression else {f: Counter(c) for f, c in counts.items()}
+    # statistical setting: plan on the raw sample marginals. Which values are rare depends on the
+    # sample, which the DKW step does not cover; redacting them in the fresh release only coarsens
+    # it, so the raw bound stays valid for it.
+    merge = local_suppression and setting == "fixed"
+    effective = suppress_rare(counts, k) if merge else {f: Counter(c) for f, c in counts.items()}
     marginals = Marginals.from_counts({f: dict(c) for f, c in effective.items()})
     n1 = marginals.n
     if setting == "statistical":
