@@ -116,14 +116,13 @@ class NonNumericColumnError(InputError):
 class MissingValuesError(InputError):
     """Missing values (null or NaN) under the policy ``missing="error"``."""
 
-    def __init__(self, column: str, count: int, first_row: int | None = None) -> None:
+    def __init__(self, column: str, count: int, first_row: int | None = None, *, fix: str | None = None) -> None:
         where = f", first at row {first_row}" if first_row is not None else ""
-        super().__init__(
-            f"column {column!r} has {count} missing value(s){where}. "
-            "Pass missing='drop' to drop those rows, or impute them first."
-        )
+        fix = fix or "Pass missing='drop' to drop those rows, or impute them first."
+        super().__init__(f"column {column!r} has {count} missing value(s){where}. {fix}")
         self.column = column
         self.count = count
+        self.first_row = first_row
 
 
 class OutputError(SdcError, OSError):

@@ -113,3 +113,14 @@ def test_bad_seed_is_a_parameter_error(seed: object) -> None:
         AdditiveNoise(t=1.0, seed=seed).fit(pl.DataFrame({"a": [1.0, 2.0]}))  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"^seed=.*: give a whole number >= 0"):
         simulate_gap(SpikedModel(0.5, 0.1, 5.0), 1.0, 50, reps=1, seed=seed)  # type: ignore[arg-type]
+
+
+def test_missing_answers_get_a_fix_this_mechanism_offers() -> None:
+    import polars as pl
+
+    from sdckit.errors import MissingValuesError
+    from sdckit.spectral import AdditiveNoise
+
+    df = pl.DataFrame({"a": [1.0, None, 3.0], "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(MissingValuesError, match=r"column 'a' has 1 missing value\(s\), first at row 1\. Additive noise needs every answer"):
+        AdditiveNoise(t=0.5, seed=1).fit(df)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import Estimator
 from sdckit._io import DataSource, check_numeric, like_input
-from sdckit.errors import ParameterError
+from sdckit.errors import MissingValuesError, ParameterError
 from sdckit.spectral._model import SpikedModel
 
 NoiseDistribution = Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"]
@@ -128,7 +128,14 @@ class AdditiveNoise(Estimator):
             raise ParameterError(
                 f"distribution={self.distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}."
             )
-        _, names = check_numeric(X, self.columns)
+        try:
+            _, names = check_numeric(X, self.columns)
+        except MissingValuesError as err:  # the generic hint names an option this mechanism lacks
+            raise MissingValuesError(
+                err.column, err.count, err.first_row,
+                fix="Additive noise needs every answer: impute the gaps, or drop those rows first "
+                "(e.g. sdckit.read_data(data, missing='drop')).",
+            ) from None
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
         return self
