@@ -40,6 +40,8 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "columns": ["x", "y"],
             "constrained": ["x"],
             "method": "procrustes",
+            "partition": "total",
+            "split_groups": True,
         },
     ),
     (AdditiveNoise, {"t": 0.5, "distribution": "laplace", "columns": ["x"], "seed": 7}),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from sdckit.errors import ParameterError
+from sdckit.errors import InfeasibleError, ParameterError
 from sdckit.microagg import MDAV, PositivityRestorer, eight_types_data, restoring_map
 from sdckit.microagg._groups import group_centres, mdav_groups, standardize
 from sdckit.microagg._positivity import positivity_restore
@@ -46,7 +48,9 @@ def test_no_negative_values_and_counts(seed: int, name: str, mode: str, sort_key
     assert (out >= 0).all()
     assert stats.n_negative_records == int((restored < 0).any(axis=1).sum())
     assert stats.n_negative_cells == int((restored < 0).sum())
-    assert stats.n_kept >= stats.n_negative_records + np.ceil(0.05 * 400)
+    # the seed's partition: X1 = first n'(1 + p) records, rounded up to whole groups (size < 2k = 30)
+    need = int(np.ceil(stats.n_negative_records * 1.05 - 1e-9))
+    assert need <= stats.n_kept < need + 30
     assert stats.n_kept + stats.n_transformed + stats.n_reverted == 400
     # whole groups: a group is either entirely kept or entirely transformed
     for gid in np.unique(g):
@@ -133,12 +137,95 @@ def test_estimator_frames_default_constraints(tarragona: pl.DataFrame) -> None:
 
 
 def test_estimator_errors(census: pl.DataFrame) -> None:
-    masked = MDAV(k=3).fit_transform(census)
+    mdav = MDAV(k=3).fit(census)
+    masked = mdav.transform(census)
     with pytest.raises(ParameterError, match="buffer=2"):
         PositivityRestorer(buffer=2).fit(census, masked)
     with pytest.raises(ParameterError, match="mode='all'"):
         PositivityRestorer(mode="all").fit(census, masked)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="partition='seeds'"):
+        PositivityRestorer(partition="seeds").fit(census, masked, groups=mdav.groups_)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="one group id per row"):
+        PositivityRestorer().fit(census, masked, groups=mdav.groups_[:10])
     with pytest.raises(ParameterError, match="row i of masked"):
         PositivityRestorer().fit(census, masked.head(100))
     with pytest.raises(ParameterError, match="constrained column 'X'"):
-        PositivityRestorer(constrained=["X"]).fit(census, masked)
+        PositivityRestorer(constrained=["X"]).fit(census, masked, groups=mdav.groups_)
+
+
+def test_seed_partition_counted_by_hand() -> None:
+    # 100 one-record groups, scores known: records 0..19 are pushed below zero by T (n' = 20).
+    x, masked, _ = case(0, "non-symmetric high positive")
+    a, b, _ = restoring_map(x, masked)
+    n_neg = int(((masked @ a.T + b) < 0).any(axis=1).sum())
+    ones, rows = np.ones(5, dtype=np.int64), np.arange(400)
+    for p in (0.0, 0.1, 0.25, 0.5):
+        _, seed_stats, _ = positivity_restore(x, masked, signs=ones, groups=rows, buffer=p)
+        _, total_stats, _ = positivity_restore(
+            x, masked, signs=ones, groups=rows, buffer=p, partition="total"
+        )
+        # seed slide 9: "Y1 has 1st to (n + np)-th observations", n = count of negative records
+        assert seed_stats.n_kept == min(400, n_neg + int(np.ceil(round(n_neg * p, 9))))
+        # the earlier rule: n' + ceil(p N), N = all records
+        assert total_stats.n_kept == min(400, n_neg + int(np.ceil(round(400 * p, 9))))
+    _, st10, _ = positivity_restore(x, masked, signs=ones, groups=rows, buffer=0.1)
+    assert st10.n_kept == n_neg + -(-n_neg // 10)  # integer ceil(n' / 10), no float rounding
+    with pytest.raises(ParameterError, match="partition='x'"):
+        positivity_restore(x, masked, signs=ones, groups=rows, partition="x")  # type: ignore[arg-type]
+
+
+def _smallest_identical_set(release: np.ndarray) -> int:
+    return int(np.unique(release, axis=0, return_counts=True)[1].min())
+
+
+def test_groups_required_unless_opted_out() -> None:
+    # The audit's case: k = 10, n = 600, buffer > 0; cutting record by record splits a group.
+    x = eight_types_data(n=600, p=5, log_sd=1.0, seed=0)["non-symmetric high positive"]
+    frame = pl.DataFrame(x, schema=[f"c{j}" for j in range(5)])
+    mdav = MDAV(k=10).fit(frame)
+    masked = mdav.transform(frame)
+    with pytest.raises(ParameterError, match=r"groups=model\.groups_"):
+        PositivityRestorer(buffer=0.05).fit(frame, masked)
+    split = PositivityRestorer(buffer=0.05, split_groups=True).fit(frame, masked)
+    assert _smallest_identical_set(split.transform(masked).to_numpy()) < 10  # the defect the default avoids
+    whole = PositivityRestorer(buffer=0.05).fit(frame, masked, groups=mdav.groups_)
+    assert _smallest_identical_set(whole.transform(masked).to_numpy()) >= 10
+    # per-column ids (method="rank"): rows with the same ids are one group
+    ids2 = np.stack([mdav.groups_, mdav.groups_], axis=1)
+    again = PositivityRestorer(buffer=0.05).fit(frame, masked, groups=ids2)
+    assert_array_equal(again.kept_, whole.kept_)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 6),
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["same", "subset"]),
+    st.sampled_from([0.0, 0.05, 0.3]),
+    st.sampled_from(["violation", "deficit"]),
+    st.integers(0, 5),
+)
+def test_default_keeps_every_group_of_size_k(
+    k: int, seed: int, mode: str, buffer: float, sort_key: str, type_index: int
+) -> None:
+    """Default PositivityRestorer on MDAV output: every set of identical released rows has >= k rows."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3 * k, 12 * k + 1))
+    x = eight_types_data(n=n, p=3, log_sd=1.0, seed=seed % 1000)
+    name = sorted(x)[type_index]
+    frame = pl.DataFrame(x[name], schema=["a", "b", "c"])
+    mdav = MDAV(k=k).fit(frame)
+    masked = mdav.transform(frame)
+    assert _smallest_identical_set(masked.to_numpy()) >= k
+    try:
+        pr = PositivityRestorer(mode=mode, buffer=buffer, sort_key=sort_key).fit(  # type: ignore[arg-type]
+            frame, masked, groups=mdav.groups_
+        )
+    except InfeasibleError:  # "subset" refuses when X2 has too few groups to carry a full-rank map
+        reject()
+    out = pr.transform(masked).to_numpy()
+    assert _smallest_identical_set(out) >= k
+    for gid in np.unique(mdav.groups_):  # each group kept or transformed whole, and identical
+        rows = out[mdav.groups_ == gid]
+        assert (rows == rows[0]).all()
+        assert pr.kept_[mdav.groups_ == gid].all() or not pr.kept_[mdav.groups_ == gid].any()

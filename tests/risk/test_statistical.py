@@ -22,7 +22,9 @@ from sdckit.risk import (
 def test_uniform_reference_mpmath() -> None:
     # Q_stat for p uniform on 20 values, n = 100, k = 5, i.e. P(Bin(99, 1/20) <= 3).
     # Reference: mpmath 1.3.0, mp.dps = 30, exact binomial sum -> 0.264964364778804210407938330607
-    assert statistical_exposure(np.full(20, 1 / 20), n=100, k=5) == pytest.approx(0.2649643647788042, rel=1e-12)
+    assert statistical_exposure(np.full(20, 1 / 20), n=100, k=5) == pytest.approx(
+        0.2649643647788042, rel=1e-12
+    )
 
 
 def test_monte_carlo() -> None:
@@ -59,34 +61,89 @@ def test_unbiased_by_exhaustive_enumeration(counts: list[int], k: int, data: st.
 
 def test_plugin_for_small_sample_and_radius() -> None:
     counts = [40, 30, 20, 5, 3, 1, 1]
-    est = estimate_statistical_exposure(counts, n=500, k=3, seed=1)
+    est = estimate_statistical_exposure(counts, n=500, k=3)
     p = np.array(counts) / 100
     assert est.estimator == "plug-in"
     assert est.estimate == pytest.approx(statistical_exposure(p, n=500, k=3), rel=1e-12)
+    # the plug-in regime gives no interval, and says so in the result, its JSON and its text
+    assert est.interval == "none"
+    assert not est.has_interval
+    assert math.isnan(est.lower)
+    assert math.isnan(est.upper)
+    assert est.to_dict()["lower"] is None
+    assert est.to_dict()["has_interval"] is False
+    assert "no valid interval" in str(est)
+    assert "smaller than the release" in est.note
     big = estimate_statistical_exposure(counts, n=50, k=3, interval="mcdiarmid")
     # (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) with k = 3, delta = 0.05, n_hat = 100
     assert big.mcdiarmid_radius == pytest.approx(5 * math.sqrt(math.log(40) / 200), rel=1e-14)
     assert big.lower == max(0.0, big.estimate - big.mcdiarmid_radius)
-    boot = estimate_statistical_exposure(counts, n=50, k=3, seed=3)
-    assert boot.upper - boot.lower < 2 * big.mcdiarmid_radius
-    assert boot.lower <= boot.estimate <= boot.upper
-    assert boot.to_dict()["estimator"] == "unbiased"
+    jack = estimate_statistical_exposure(counts, n=50, k=3)
+    assert jack.interval == "jackknife"
+    assert jack.to_dict()["estimator"] == "unbiased"
+    assert jack.upper - jack.lower < 2 * big.mcdiarmid_radius
+    assert jack.lower <= jack.estimate <= jack.upper
+    assert "95% jackknife interval" in str(jack)
 
 
-def test_bootstrap_is_reproducible_and_covers() -> None:
-    rng = np.random.default_rng(11)
-    p = np.array([0.3, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02])
-    n, k = 40, 3
-    truth = statistical_exposure(p, n=n, k=k)
-    hits = 0
-    for _ in range(40):
-        sample = rng.multinomial(400, p)
-        est = estimate_statistical_exposure(sample, n=n, k=k, n_boot=200, seed=5)
-        hits += est.lower <= truth <= est.upper
-    assert hits >= 30  # nominal 95%; 40 trials, loose to stay robust
-    a = estimate_statistical_exposure([5, 3, 2], n=4, k=2, seed=9)
-    b = estimate_statistical_exposure([5, 3, 2], n=4, k=2, seed=9)
-    assert (a.lower, a.upper) == (b.lower, b.upper)
+def _leave_one_out_brute(counts: list[int], n: int, k: int) -> float:
+    """V_ES = sum_i (S_(i) - mean)^2, one user removed at a time, each S_(i) recomputed from scratch."""
+    users = [v for v, c in enumerate(counts) for _ in range(c)]
+    loo = []
+    for i in range(len(users)):
+        rest = Counter(users[:i] + users[i + 1 :])
+        loo.append(
+            estimate_statistical_exposure(list(rest.values()), n=n, k=k, interval="mcdiarmid").estimate
+        )
+    arr = np.array(loo)
+    return float(((arr - arr.mean()) ** 2).sum())
+
+
+def test_jackknife_variance_by_brute_force() -> None:
+    for counts, n, k in [([5, 3, 2, 1], 4, 2), ([7, 1, 1, 1, 4], 9, 3), ([2, 2, 2], 5, 3)]:
+        est = estimate_statistical_exposure(counts, n=n, k=k)
+        assert est.std_error**2 == pytest.approx(_leave_one_out_brute(counts, n, k), rel=1e-10, abs=1e-15)
+        z = 1.959963984540054  # Phi^-1(0.975)
+        assert est.upper == pytest.approx(min(1.0, est.estimate + z * est.std_error), rel=1e-12)
+
+
+def _multinomial_outcomes(n_hat: int, atoms: int) -> list[tuple[int, ...]]:
+    if atoms == 1:
+        return [(n_hat,)]
+    return [(c, *rest) for c in range(n_hat + 1) for rest in _multinomial_outcomes(n_hat - c, atoms - 1)]
+
+
+def test_efron_stein_is_conservative_in_expectation_exactly() -> None:
+    # Exact expectation over every multinomial sample: E[V_ES] >= Var(S_hat) (Efron-Stein + Hoeffding).
+    for p, n_hat, n, k in [
+        ((0.5, 0.3, 0.2), 8, 4, 2),
+        ((0.6, 0.2, 0.1, 0.1), 7, 3, 3),
+        ((0.25,) * 4, 9, 6, 2),
+    ]:
+        probs, mean_s, mean_s2, mean_v = np.array(p), 0.0, 0.0, 0.0
+        for c in _multinomial_outcomes(n_hat, len(p)):
+            w = (
+                math.factorial(n_hat)
+                / math.prod(math.factorial(x) for x in c)
+                * float(np.prod(probs ** np.array(c)))
+            )
+            est = estimate_statistical_exposure([x for x in c if x], n=n, k=k)
+            mean_s, mean_s2, mean_v = (
+                mean_s + w * est.estimate,
+                mean_s2 + w * est.estimate**2,
+                mean_v + w * est.std_error**2,
+            )
+        assert mean_s == pytest.approx(statistical_exposure(probs, n=n, k=k), abs=1e-12)  # unbiased
+        assert mean_v >= mean_s2 - mean_s**2
+
+
+def test_n_hat_equal_n_falls_back_to_mcdiarmid() -> None:
+    est = estimate_statistical_exposure([5, 3, 2], n=10, k=2)
+    assert est.interval == "mcdiarmid"
+    assert "McDiarmid" in est.note
+    assert est.upper == min(1.0, est.estimate + est.mcdiarmid_radius)
+    with pytest.raises(ParameterError, match="bootstrap' was removed"):
+        estimate_statistical_exposure([5, 3, 2], n=4, k=2, interval="bootstrap")  # type: ignore[arg-type]
 
 
 def test_plugin_exposure_counts() -> None:
@@ -106,7 +163,7 @@ def test_table_input() -> None:
 def test_errors() -> None:
     with pytest.raises(ParameterError, match="sums to"):
         statistical_exposure([0.5, 0.4], n=10, k=2)
-    with pytest.raises(ParameterError, match="needs a sample at least as large"):
+    with pytest.raises(ParameterError, match="no valid interval exists"):
         estimate_statistical_exposure([3, 2], n=10, k=2, interval="mcdiarmid")
     with pytest.raises(EmptyTableError):
         estimate_statistical_exposure([0, 0], n=1, k=2)

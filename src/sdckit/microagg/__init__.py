@@ -15,7 +15,14 @@ from sdckit.microagg._base import Centre, Missing
 from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_types_experiment
 from sdckit.microagg._groups import blocked_mdav_groups, kd_blocks, mdav_groups, standardize, vmdav_groups
 from sdckit.microagg._mdav import MDAV, Method, Microaggregation, information_loss
-from sdckit.microagg._positivity import Fill, PositivityMode, PositivityRestorer, PositivityStats, SortKey
+from sdckit.microagg._positivity import (
+    Fill,
+    Partition,
+    PositivityMode,
+    PositivityRestorer,
+    PositivityStats,
+    SortKey,
+)
 from sdckit.microagg._restore import MomentRestorer, RestoreMethod, restoring_map
 from sdckit.microagg._utility import (
     UtilityTable,
@@ -38,6 +45,7 @@ __all__ = [
     "Microaggregation",
     "Missing",
     "MomentRestorer",
+    "Partition",
     "PositivityMode",
     "PositivityRestorer",
     "PositivityStats",

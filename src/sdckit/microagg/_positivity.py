@@ -38,6 +38,16 @@ SortKey = Literal["violation", "deficit"]
 the original sd.
 """
 
+Partition = Literal["seed", "total"]
+"""How many records X1 (kept as microaggregated) holds, n' being the records T pushes out of the domain:
+
+* ``"seed"`` (default): ``ceil(n' (1 + buffer))``, the slides' "1st to (n + np)-th observations"
+  (microaggregation seed, slide 9: ``buffer`` is a share of the violating records);
+* ``"total"``: ``n' + ceil(buffer * N)``, ``buffer`` a share of all N records (sdckit's earlier rule).
+
+Either count is then rounded up to whole groups.
+"""
+
 Fill = Literal["min", "zero"]
 """What replaces a value still outside its domain at the end: ``"min"`` the original column's
 smallest value (its largest for a mirrored non-positive column), ``"zero"`` zero."""
@@ -56,7 +66,7 @@ class PositivityStats:
     n_negative_cells: int
     """Cells outside the domain after T (constrained columns)."""
     n_kept: int
-    """Records in X1, released as microaggregated (n' plus the buffer, rounded up to whole groups)."""
+    """Records in X1, released as microaggregated (n' plus the buffer per ``partition``, rounded up to whole groups)."""
     n_transformed: int
     """Records of X2 released transformed."""
     n_reverted: int
@@ -84,15 +94,23 @@ def positivity_restore(
     fill: Fill = "min",
     sort_key: SortKey = "violation",
     method: RestoreMethod = "svd",
+    partition: Partition = "seed",
 ) -> tuple[NDArray[np.float64], PositivityStats, NDArray[np.bool_]]:
     """The positivity-constrained release, its step counts and the mask of kept (X1) rows.
 
     Steps [seed, reconstructed; microaggregation notes §3]: (1) ``Y = A X + b`` with the global map;
     (2) sort the records (or whole groups) by ``sort_key``, most violating first; (3) n' = number
-    of records outside the domain; (4) X1 = the first ``n' + ceil(buffer * n)`` records (whole
-    groups when ``groups`` is given), kept as microaggregated; (5) X2 = the rest, transformed per
-    ``mode``; (6) any value still outside its domain is replaced per ``fill``.
-    ``signs[j]`` is +1 (keep >= 0), -1 (keep <= 0) or 0 (unconstrained).
+    of records outside the domain; (4) X1 = the first ``ceil(n' (1 + buffer))`` records
+    (``partition="seed"``; ``n' + ceil(buffer * n)`` for ``"total"``), whole groups when ``groups``
+    is given, kept as microaggregated; (5) X2 = the rest, transformed per ``mode``; (6) any value
+    still outside its domain is replaced per ``fill``.
+    ``signs[j]`` is +1 (keep >= 0), -1 (keep <= 0) or 0 (unconstrained). With ``groups=None`` every
+    record is its own group (the cut may then split a microaggregation group).
+
+    Every step maps equal rows of ``masked`` to equal rows of the release (the same T, the same
+    domain test, the same fill), so when each group's masked rows are identical (MDAV centroids)
+    and X1 is made of whole groups, each group is released whole and identical: its size, >= k,
+    is kept.
     """
     n = masked.shape[0]
     a, b, _ = restoring_map(original, masked, method=method)
@@ -109,7 +127,16 @@ def positivity_restore(
         score = scaled.min(axis=1)  # ascending: most violating first
     else:
         score = -np.where(scaled < 0, -scaled, 0.0).sum(axis=1)
-    target = min(n, n_neg_rec + math.ceil(buffer * n)) if n_neg_rec else 0
+    if partition == "seed":
+        extra = n_neg_rec * buffer
+    elif partition == "total":
+        extra = n * buffer
+    else:
+        raise ParameterError(
+            f"partition={partition!r}: use 'seed' (n'(1 + buffer)) or 'total' (n' + buffer N)."
+        )
+    # float64 products like 10 * 0.1 can land a hair above an integer: drop 1e-9 before rounding up
+    target = min(n, n_neg_rec + max(0, math.ceil(extra - 1e-9))) if n_neg_rec else 0
     kept = np.zeros(n, dtype=bool)
     if target:
         if groups is None:
@@ -191,8 +218,14 @@ class PositivityRestorer(Estimator):
     mode : how X2 is transformed: ``"same"`` reuses T and reverts records it pushes out of the
         domain; ``"subset"`` maps X2's moments to those of the same original records;
         ``"global"`` makes the whole release have exactly E1 and S1 (see :data:`PositivityMode`).
-    buffer : extra share of records (0..1) put into X1 beyond the n' violating ones, "to reduce
-        the possibility of negative values after transforming X2"; ``ceil(buffer * n)`` records.
+    buffer : p, the extra records put into X1 beyond the n' violating ones, "to reduce the
+        possibility of negative values after transforming X2" [seed]: X1 holds ``ceil(n'(1 + p))``
+        records by default (``partition="seed"``), ``n' + ceil(p N)`` with ``partition="total"``.
+    partition : ``"seed"`` (default) or ``"total"``, see :data:`Partition`.
+    split_groups : False (default): ``fit`` needs the microaggregation groups and cuts only at
+        group boundaries, so each group is released whole and identical (k-anonymity is kept).
+        True: the explicit opt-out; with ``groups=None`` records are cut one by one and a group
+        may be split (the release may then hold rows seen fewer than k times).
     fill : ``"min"`` (the original column's minimum) or ``"zero"`` for values still out of domain.
     sort_key : ``"violation"`` or ``"deficit"``: which records enter X1 first (see :data:`SortKey`).
     columns : the columns to transform (default: all).
@@ -208,9 +241,13 @@ class PositivityRestorer(Estimator):
 
     Notes
     -----
-    ``fit(original, masked, groups=None)`` needs rows that correspond (row i of ``masked`` masks
-    row i of ``original``); pass the microaggregation ``groups_`` to keep whole groups together in
-    X1 (so k-anonymity of the kept part holds). ``transform`` returns the release for those rows.
+    ``fit(original, masked, groups)`` needs rows that correspond (row i of ``masked`` masks row i of
+    ``original``) and the microaggregation ``groups_`` (1-D ids, or the (n, p) per-column ids of
+    ``method="rank"``, where rows with the same ids form a group). Restoration keeps groups
+    identical: X1 is made of whole groups, and T, the domain test and the fill map equal rows to
+    equal rows, so every microaggregation group is released either kept or transformed, whole and
+    identical, and a k-anonymous input stays k-anonymous. Without groups ``fit`` refuses unless
+    ``split_groups=True``. ``transform`` returns the release for those rows.
 
     Examples
     --------
@@ -233,6 +270,8 @@ class PositivityRestorer(Estimator):
         columns: Sequence[str] | None = None,
         constrained: Sequence[str] | None = None,
         method: RestoreMethod = "svd",
+        partition: Partition = "seed",
+        split_groups: bool = False,
     ) -> None:
         self.mode = mode
         self.buffer = buffer
@@ -241,6 +280,8 @@ class PositivityRestorer(Estimator):
         self.columns = columns
         self.constrained = constrained
         self.method = method
+        self.partition = partition
+        self.split_groups = split_groups
 
     def _check(self) -> None:
         if self.mode not in ("same", "subset", "global"):
@@ -251,6 +292,12 @@ class PositivityRestorer(Estimator):
             raise ParameterError(f"sort_key={self.sort_key!r}: use 'violation' or 'deficit'.")
         if not (isinstance(self.buffer, (int, float)) and 0 <= self.buffer <= 1):
             raise ParameterError(f"buffer={self.buffer!r} must be a share of records in [0, 1], e.g. 0.05.")
+        if self.partition not in ("seed", "total"):
+            raise ParameterError(
+                f"partition={self.partition!r}: use 'seed' (n'(1 + buffer)) or 'total' (n' + buffer N)."
+            )
+        if not isinstance(self.split_groups, bool):
+            raise ParameterError(f"split_groups={self.split_groups!r} must be True or False.")
 
     def fit(
         self, original: DataSource, masked: DataSource, groups: NDArray[np.int64] | None = None
@@ -264,12 +311,24 @@ class PositivityRestorer(Estimator):
                 f"original has {x1.shape[0]} rows and masked {x2.shape[0]}: the positivity procedure "
                 "needs row i of masked to mask row i of original."
             )
-        if groups is not None:
+        if groups is None:
+            if not self.split_groups:
+                raise ParameterError(
+                    "PositivityRestorer.fit needs the microaggregation groups to cut only at group "
+                    "boundaries (each group kept or transformed whole, so k-anonymity holds): pass "
+                    "groups=model.groups_, or PositivityRestorer(split_groups=True) to allow splitting groups."
+                )
+        else:
             groups = np.asarray(groups, dtype=np.int64)
+            if groups.ndim == 2 and groups.shape[0] == x1.shape[0]:  # per-column ids (method="rank")
+                groups = np.unique(groups, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
             if groups.shape != (x1.shape[0],):
                 raise ParameterError(
-                    f"groups must hold one group id per row ({x1.shape[0]}), got shape {groups.shape}."
+                    f"groups must hold one group id per row ({x1.shape[0]}) or one per row and column, "
+                    f"got shape {groups.shape}."
                 )
+            if groups.min() < 0:
+                raise ParameterError(f"groups must be ids >= 0; found {int(groups.min())}.")
         if self.constrained is None:
             signs = np.where((x1 >= 0).all(axis=0), 1, np.where((x1 <= 0).all(axis=0), -1, 0))
         else:
@@ -297,6 +356,7 @@ class PositivityRestorer(Estimator):
             fill=self.fill,
             sort_key=self.sort_key,
             method=self.method,
+            partition=self.partition,
         )
         self.A_, self.b_, _ = restoring_map(x1, x2, method=self.method)
         self.feature_names_in_ = names

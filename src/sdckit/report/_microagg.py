@@ -94,7 +94,9 @@ def microagg_section(
             f"Every record of the columns {', '.join(names)} is replaced by the mean of its MDAV group of "
             f"at least {k} records (z-scores, squared Euclidean distance). The moment-restored variant applies "
             "T(x) = A x + b with A = S1^1/2 S2^-1/2 so the release has the original mean and covariance; the "
-            "positivity-preserving variant keeps the records T would push below zero as microaggregated."
+            "positivity-preserving variant keeps the records T would push below zero as microaggregated, "
+            "cutting only between MDAV groups: restoration keeps groups identical, each group is released "
+            "kept or transformed whole, so every released row is still shared by at least k records."
         ),
         metrics(
             [

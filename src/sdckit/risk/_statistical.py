@@ -23,7 +23,7 @@ from sdckit._io import DataSource
 from sdckit.errors import EmptyTableError, InputError, ParameterError
 from sdckit.risk._checks import IntervalMethod, check_k
 
-_INTERVALS = ("bootstrap", "mcdiarmid")
+_INTERVALS = ("jackknife", "mcdiarmid")
 
 
 def _check_n(n: int, name: str = "n") -> int:
@@ -86,18 +86,20 @@ def _binom_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArr
 
 @dataclass(frozen=True, kw_only=True)
 class StatisticalExposure:
-    """An estimate of the statistical exposure Q^stat_n(k) with a confidence interval."""
+    """An estimate of the statistical exposure Q^stat_n(k), with a confidence interval when one is valid."""
 
     estimate: float
     """Estimated share of users (0..1) not k-anonymous in a fresh release of n users."""
     lower: float
-    """Lower end of the interval (share of users)."""
+    """Lower end of the interval (share of users); NaN when no valid interval exists (``interval == "none"``)."""
     upper: float
-    """Upper end of the interval (share of users)."""
+    """Upper end of the interval (share of users); NaN when no valid interval exists."""
     estimator: str
-    """``"unbiased"`` (hypergeometric U-statistic, n_hat >= n) or ``"plug-in"`` (n_hat < n)."""
+    """``"unbiased"`` (hypergeometric U-statistic, n_hat >= n) or ``"plug-in"`` (n_hat < n, biased)."""
     interval: str
-    """``"mcdiarmid"`` (distribution-free, radius (2k - 1) sqrt(ln(2/delta) / (2 n_hat))) or ``"bootstrap"``."""
+    """``"jackknife"`` (estimate +- z sqrt(V_ES), Efron-Stein jackknife variance; approximate),
+    ``"mcdiarmid"`` (distribution-free, radius (2k - 1) sqrt(ln(2/delta) / (2 n_hat))) or ``"none"``
+    (the plug-in regime: no interval can be valid, see ``note``)."""
     n: int
     """Users in the release."""
     n_sample: int
@@ -105,13 +107,37 @@ class StatisticalExposure:
     k: int
     """Group size."""
     delta: float
-    """The interval holds with probability >= 1 - delta (bootstrap: approximately)."""
+    """The interval holds with probability >= 1 - delta (jackknife: approximately, checked by simulation)."""
     mcdiarmid_radius: float
     """(2k - 1) sqrt(ln(2/delta) / (2 n_hat)), for comparison (NaN for the plug-in)."""
+    std_error: float
+    """sqrt(V_ES), the Efron-Stein jackknife standard error of the estimate (NaN when n_hat <= n)."""
+    note: str
+    """Why the interval is what it is (empty when nothing needs saying)."""
+
+    @property
+    def has_interval(self) -> bool:
+        """True when ``lower``/``upper`` hold a valid interval."""
+        return self.interval != "none"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (shares of users)."""
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        """JSON form (shares of users; NaN ends of a missing interval become None)."""
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        for f in ("lower", "upper", "mcdiarmid_radius", "std_error"):
+            if math.isnan(out[f]):
+                out[f] = None
+        out["has_interval"] = self.has_interval
+        return out
+
+    def __str__(self) -> str:
+        head = (
+            f"Q^stat_{self.n}(k={self.k}) ~ {self.estimate:.4f} ({self.estimator}, n_hat={self.n_sample:,})"
+        )
+        if not self.has_interval:
+            return f"{head}; no valid interval: {self.note}"
+        level = f"{100 * (1 - self.delta):g}%"
+        tail = f"; {self.note}" if self.note else ""
+        return f"{head}, {level} {self.interval} interval [{self.lower:.4f}, {self.upper:.4f}]{tail}"
 
 
 def _counts_of(
@@ -134,6 +160,22 @@ def _counts_of(
     return out[out > 0]
 
 
+def _jackknife_variance(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> float:
+    """Efron-Stein jackknife variance V_ES = sum_i (S_(i) - S_(.))^2 of the U-statistic (n_hat > n).
+
+    Leaving out one user of value v turns c_v into c_v - 1 and n_hat into n_hat - 1, so the n_hat
+    leave-one-out estimates take one value per occupied atom,
+    S_(v) = T - h'(c_v) + h'(c_v - 1) with h' the terms at n_hat - 1 and T = sum_w h'(c_w):
+    O(atoms), never O(n_hat^2). With one occupied atom every S_(i) is the same: V_ES = 0.
+    """
+    if counts.size == 1:
+        return 0.0
+    h_c = _hyper_terms(counts, n_hat - 1, n, k)
+    s_v = h_c.sum() - h_c + _hyper_terms(counts - 1, n_hat - 1, n, k)
+    mean = float(np.dot(counts, s_v)) / n_hat
+    return float(np.dot(counts, (s_v - mean) ** 2))
+
+
 def estimate_statistical_exposure(
     sample: DataSource | ArrayLike | Mapping[Any, int],
     columns: Sequence[str] | str | None = None,
@@ -141,20 +183,32 @@ def estimate_statistical_exposure(
     n: int,
     k: int,
     delta: float = 0.05,
-    interval: IntervalMethod = "bootstrap",
-    n_boot: int = 400,
-    seed: int | np.random.Generator | None = None,
+    interval: IntervalMethod = "jackknife",
 ) -> StatisticalExposure:
     """Estimate Q^stat_n(k) from the curator's sample of n_hat users, with a confidence interval.
 
     For n_hat >= n the unbiased U-statistic over size-n sub-samples [derived; anonymity notes §3]
 
-        S_hat = sum_v (c_v / n_hat) P(Hypergeom(N = n_hat - 1, K = c_v - 1, draws = n - 1) <= k - 2),
+        S_hat = sum_v (c_v / n_hat) P(Hypergeom(N = n_hat - 1, K = c_v - 1, draws = n - 1) <= k - 2).
 
-    with |S_hat - Q^stat| <= (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) w.p. >= 1 - delta (McDiarmid,
-    independent of the support size). For n_hat < n the plug-in sum_v p_hat_v P(Bin(n - 1, p_hat_v)
-    <= k - 2). The bootstrap interval (percentile, resampling the sample's counts multinomially) is
-    much tighter than the McDiarmid radius but only approximate.
+    Intervals (``interval``):
+
+    - ``"jackknife"`` (default): S_hat +- z_{1 - delta/2} sqrt(V_ES), clipped to [0, 1], with the
+      Efron-Stein jackknife variance V_ES = sum_{i=1}^{n_hat} (S_(i) - S_(.))^2 (S_(i): the same
+      U-statistic on the sample without user i). By the Efron-Stein inequality E[V_ES] >=
+      Var(S_{n_hat - 1}) >= Var(S_{n_hat}) (a U-statistic's variance does not grow with the sample;
+      Hoeffding 1948), so the variance is conservative on average; the normal quantile makes the
+      interval approximate. Simulated coverage (tests/risk/test_statistical_coverage.py, 400+
+      samples per case at delta = 0.1): 0.93-1.00 on uniform, Zipf and n_hat >> n cases with
+      n_hat >= 100; it can fall a few points below nominal on tiny samples (n_hat ~ 30). Needs
+      n_hat > n; at n_hat = n the McDiarmid interval is given instead (``note`` says so).
+    - ``"mcdiarmid"``: |S_hat - Q^stat| <= (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) w.p. >= 1 - delta,
+      distribution-free and independent of the support size, but wide.
+
+    For n_hat < n, Q^stat_n is a polynomial of degree > n_hat in p and has no unbiased estimator from
+    n_hat users; the plug-in sum_v p_hat_v P(Bin(n - 1, p_hat_v) <= k - 2) is returned with its bias
+    unknown, and no interval (``interval == "none"``, ``lower``/``upper`` NaN, ``note`` says why):
+    a bootstrap around it covers the truth in as few as 5% of samples.
 
     Parameters
     ----------
@@ -164,15 +218,15 @@ def estimate_statistical_exposure(
     n : users in the release.
     k : group size (>= 1).
     delta : 1 - confidence level, in (0, 1).
-    interval : ``"bootstrap"`` (default) or ``"mcdiarmid"`` (only for n_hat >= n).
-    n_boot : bootstrap resamples.
-    seed : seed or numpy Generator of the bootstrap.
+    interval : ``"jackknife"`` (default) or ``"mcdiarmid"`` (both only for n_hat >= n).
 
     Examples
     --------
     >>> est = estimate_statistical_exposure([40, 30, 20, 5, 3, 1, 1], n=50, k=3, interval="mcdiarmid")
     >>> est.estimator, round(est.estimate, 6), round(est.mcdiarmid_radius, 4)
     ('unbiased', 0.058544, 0.6791)
+    >>> estimate_statistical_exposure([40, 30, 20, 5, 3, 1, 1], n=500, k=3).has_interval
+    False
     """
     counts = _counts_of(sample, columns)
     n_hat = int(counts.sum())
@@ -181,35 +235,51 @@ def estimate_statistical_exposure(
     n_i, k_i = _check_n(n), int(check_k(k))
     if not 0 < delta < 1:
         raise ParameterError(f"delta={delta!r} must be in (0, 1), e.g. 0.05 for a 95% interval.")
+    if interval == "bootstrap":
+        raise ParameterError(
+            "interval='bootstrap' was removed: its percentile interval is centred on the plug-in value and "
+            "covered the truth in 0% of samples in simulation; use interval='jackknife' (default) or 'mcdiarmid'."
+        )
     if interval not in _INTERVALS:
-        raise ParameterError(f"interval={interval!r}: use 'bootstrap' or 'mcdiarmid'.")
+        raise ParameterError(f"interval={interval!r}: use 'jackknife' or 'mcdiarmid'.")
     unbiased = n_hat >= n_i
     terms = _hyper_terms if unbiased else _binom_terms
     estimate = float(terms(counts, n_hat, n_i, k_i).sum())
     radius = (2 * k_i - 1) * math.sqrt(math.log(2 / delta) / (2 * n_hat)) if unbiased else math.nan
-    if interval == "mcdiarmid":
-        if not unbiased:
+    std_error, note, lo, hi = math.nan, "", math.nan, math.nan
+    method: str = interval
+    if not unbiased:
+        if interval == "mcdiarmid":
             raise ParameterError(
                 f"the McDiarmid interval needs a sample at least as large as the release (n_hat={n_hat:,} < "
-                f"n={n_i:,}); use interval='bootstrap'."
+                f"n={n_i:,}); no valid interval exists here: use a larger sample or a smaller release."
             )
-        lo, hi = max(0.0, estimate - radius), min(1.0, estimate + radius)
+        method = "none"
+        note = (
+            f"the sample (n_hat={n_hat:,}) is smaller than the release (n={n_i:,}): Q^stat_n has no unbiased "
+            "estimator and the plug-in's bias is unknown, so no interval is valid; use a sample of >= n users"
+        )
     else:
-        rng = np.random.default_rng(seed)
-        boot = rng.multinomial(n_hat, counts / n_hat, size=int(n_boot))
-        reps = terms(boot, n_hat, n_i, k_i).sum(axis=1)
-        lo, hi = (float(x) for x in np.quantile(reps, [delta / 2, 1 - delta / 2]))
+        if n_hat > n_i:
+            std_error = math.sqrt(_jackknife_variance(counts, n_hat, n_i, k_i))
+        if interval == "jackknife" and n_hat == n_i:
+            method = "mcdiarmid"
+            note = "n_hat = n leaves no leave-one-out estimate; the distribution-free McDiarmid interval is given"
+        half = float(stats.norm.ppf(1 - delta / 2)) * std_error if method == "jackknife" else radius
+        lo, hi = max(0.0, estimate - half), min(1.0, estimate + half)
     return StatisticalExposure(
         estimate=estimate,
         lower=float(lo),
         upper=float(hi),
         estimator="unbiased" if unbiased else "plug-in",
-        interval=interval,
+        interval=method,
         n=n_i,
         n_sample=n_hat,
         k=k_i,
         delta=float(delta),
         mcdiarmid_radius=radius,
+        std_error=std_error,
+        note=note,
     )
 
 
