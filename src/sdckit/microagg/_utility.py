@@ -45,8 +45,12 @@ def _sample_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def il1s(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     """IL1s = (1 / (n p)) sum_ij |x_ij - x'_ij| / (sqrt(2) sd_j): mean absolute change in sd units.
 
-    As sdcMicro's ``dUtility(method="IL1")`` (a mean over cells; the notes write the sum).
-    ``sd_j`` is the original sample sd (ddof=1); constant columns are left out. Unitless, >= 0.
+    This is the literature's normalisation, a mean over the n p cells [lit: Yancey, Winkler and
+    Creecy (2002), LNCS 2316; Mateo-Sanz, Domingo-Ferrer and Sebe (2005)]. sdcMicro's
+    ``dUtility(x, xm, method="IL1s")`` (5.8.1) computes the same terms but sums them over the cells,
+    sum_ij |x_ij - x'_ij| / (sqrt(2) sd_j) = n p * IL1s, so it grows with the table (its older
+    ``"IL1old"`` is the mean, as here); the notes write the sum. ``sd_j`` is the original sample sd
+    (ddof=1); constant columns are left out. Unitless, >= 0.
     """
     sd = _sample_sd(x)
     use = sd > 0
@@ -55,16 +59,35 @@ def il1s(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     return float(np.mean(np.abs(x[:, use] - xm[:, use]) / (np.sqrt(2.0) * sd[use])))
 
 
-def eigen_distance(x: NDArray[np.float64], xm: NDArray[np.float64], *, tol: float = 1e-9) -> float:
-    """sum_j |lambda_j - lambda'_j| / lambda_j over the eigenvalues (descending) of the covariances
-    of both tables standardised with the original mean and sd. Eigenvalues of the original below
-    ``tol`` times the largest (exact collinearity) are left out. Unitless, >= 0."""
+EIGEN_METHODS = ("original", "sdcmicro")
+
+
+def eigen_distance(
+    x: NDArray[np.float64], xm: NDArray[np.float64], *, method: str = "original", tol: float = 1e-9
+) -> float:
+    """sum_j |lambda_j - lambda'_j| / lambda_j over the eigenvalues (descending) of two covariances.
+
+    ``method`` says how each table is standardised before its covariance is taken:
+
+    * ``"original"`` (default): both tables in the z-scores of the original (its mean and sd), so
+      lambda' also sees a change of scale (microaggregation shrinks variances: lambda' < lambda);
+    * ``"sdcmicro"``: each table by its own mean and sd, as sdcMicro's ``dUtility(method="eigen")``
+      (``eigen(var(scale(x)))`` against ``eigen(var(scale(xm)))``): the eigenvalues of the two
+      correlation matrices, blind to a change of scale.
+
+    Eigenvalues of the original below ``tol`` times the largest (exact collinearity) are left out.
+    Unitless, >= 0.
+    """
+    if method not in EIGEN_METHODS:
+        raise ParameterError(
+            f"method={method!r}: use 'original' (the original's z-scores) or 'sdcmicro' (each table's own)."
+        )
 
     def spectrum(z: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.sort(np.linalg.eigvalsh(np.atleast_2d(np.cov(z, rowvar=False))))[::-1]
 
     lam = spectrum(_standardized_like(x, x))
-    lam_m = spectrum(_standardized_like(x, xm))
+    lam_m = spectrum(_standardized_like(x if method == "original" else xm, xm))
     use = lam > tol * lam[0]
     return float(np.sum(np.abs(lam[use] - lam_m[use]) / lam[use]))
 
