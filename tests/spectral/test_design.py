@@ -107,5 +107,34 @@ def test_design_from_data_drops_missing_rows_on_request() -> None:
     with pytest.raises(MissingValuesError, match="column 'b' has 1 missing"):
         design_noise_from_data(frame, max_leakage=1.0)
     fit, _ = design_noise_from_data(frame, max_leakage=1.0, missing="drop")
-    fit_clean, _ = design_noise_from_data(pl.DataFrame({"a": x[1:, 0], "b": x[1:, 1], "c": x[1:, 2]}), max_leakage=1.0)
+    fit_clean, _ = design_noise_from_data(
+        pl.DataFrame({"a": x[1:, 0], "b": x[1:, 1], "c": x[1:, 2]}), max_leakage=1.0
+    )
     assert fit.model.c == fit_clean.model.c == pytest.approx(3 / 59, rel=1e-15)  # c = p / n after the drop
+
+
+def _leak_by_hand(t: float, p: int, k: int, floor: float) -> float:
+    lam = np.r_[np.full(k, S + floor), np.full(p - k, floor)]  # the full spectrum of Sigma = s P_k + b I
+    return float(np.sum(0.5 * np.log1p(lam / t)))
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.5])
+def test_design_never_exceeds_a_leakage_budget(floor: float) -> None:
+    # Issue 10: a budget of ~30 p nats or more once gave t = 0 (leakage inf). Sweep 1e-300 .. 1e9 nats.
+    for budget in np.geomspace(1e-300, 1e9, 120):
+        d = design_noise(M, 50, max_leakage=float(budget), floor=floor)
+        assert 0 < d.t < math.inf
+        assert d.information_leakage_nats <= budget
+        assert _leak_by_hand(d.t, 50, 15, floor) <= budget * (1 + 1e-12)
+        if (
+            1e-250 < budget < 1e3
+        ):  # away from the float range's ends t is the smallest: one ulp less leaks more
+            assert _leak_by_hand(d.t * (1 - 1e-9), 50, 15, floor) > budget
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.5])
+def test_design_budget_no_finite_noise_meets_raises(floor: float) -> None:
+    with pytest.raises(
+        InfeasibleError, match=r"max_leakage=4\.94066e-324 nats cannot be met.*smallest leakage reachable is"
+    ):
+        design_noise(M, 50, max_leakage=5e-324, floor=floor)

@@ -13,6 +13,7 @@ U(t + b) because the floor acts as noise already present.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -178,7 +179,9 @@ def design_noise(
     Give exactly one of: ``max_leakage`` (P_IT budget, nats): the smallest t with P_IT(t) <= budget;
     ``min_mmse`` (P_ET floor, variance units): the smallest t with P_ET(t) >= floor; or
     ``min_separation`` (variance units): the largest t keeping U >= target (the converse design).
-    Budgets are met in floating point (rounded toward privacy). With ``floor`` b > 0 the population
+    Budgets are met in floating point (rounded toward privacy): the returned t is finite, > 0 for a
+    leakage budget, and its leakage never exceeds the budget; a budget no finite t meets raises
+    :class:`InfeasibleError` naming the budget and the smallest leakage reachable. With ``floor`` b > 0 the population
     is Sigma = s P_k + b I (see :func:`fit_spiked`); leakages use all p eigenvalues and U(t + b).
 
     Examples
@@ -201,10 +204,17 @@ def design_noise(
         if not max_leakage > 0:
             raise ParameterError(f"max_leakage={max_leakage!r}: a leakage budget in nats must be > 0.")
         constraint = f"information leakage <= {max_leakage:g} nats"
-        if floor == 0:
-            t = float(model.noise_for_information(max_leakage, p))
-        else:
+        t = float(model.noise_for_information(max_leakage, p)) if floor == 0 else math.nan
+        if not (0 < t < math.inf and _leak(t, lam) <= max_leakage):  # floor > 0, or the closed form over/underflowed
             t = _solve_t(lambda x: max_leakage - _leak(x, lam), model.s)
+            if t == 0:  # every t down to the smallest normal float meets the budget: take that one, not 0
+                t = _T_MIN
+        if not (math.isfinite(t) and _leak(t, lam) <= max_leakage):
+            reachable = _leak(_T_MAX, lam)
+            raise InfeasibleError(
+                f"max_leakage={max_leakage:g} nats cannot be met with finite noise: the smallest leakage "
+                f"reachable is {reachable:.6g} nats (at t = {_T_MAX:.3g}); raise the budget."
+            )
     elif min_mmse is not None:
         if not min_mmse >= 0:
             raise ParameterError(f"min_mmse={min_mmse!r}: an MMSE floor is a variance >= 0.")
@@ -245,9 +255,15 @@ def design_noise(
     )
 
 
+_T_MIN = sys.float_info.min  # the smallest normal float64: the least noise a design may return
+_T_MAX = sys.float_info.max / 4  # the most (finite, and t + floor stays finite)
+
+
 def _solve_t(f: Any, scale: float) -> float:
-    """Smallest t with f(t) >= 0 for f increasing in t (solved in log t), nudged up until it holds."""
-    lo, hi = math.log(scale) - 60.0, math.log(scale) + 60.0
+    """Smallest t in [_T_MIN, _T_MAX] with f(t) >= 0 for f increasing in t (solved in log t), nudged
+    up until it holds; 0.0 when f(_T_MIN) >= 0 already, +inf when f(_T_MAX) < 0."""
+    del scale  # the bracket is the whole float range: a budget of any size has its root inside
+    lo, hi = math.log(_T_MIN), math.log(_T_MAX)
     g = lambda lt: f(math.exp(lt))  # noqa: E731
     if g(lo) >= 0:
         return 0.0
