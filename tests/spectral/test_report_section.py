@@ -30,3 +30,13 @@ def test_spectral_section_on_adult() -> None:
     assert "<svg" in page
     assert sec.summary is not None
     assert "nat" in sec.summary
+
+
+def test_spectral_section_says_which_bound_applies() -> None:
+    X, names = check_numeric(load_adult(), list(ADULT_NUMERIC))
+    sec = spectral_section(X, names, seed=1, budget_nats=1.0)
+    rep = Report("test")
+    rep.add(sec)
+    html = rep.render()
+    assert "Which bound applies: Gaussian noise on data of any law" in html
+    assert "an estimate, not a bound" in html

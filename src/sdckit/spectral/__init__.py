@@ -9,7 +9,10 @@ arXiv:1801.03553). The catalogue:
   with the seed's discriminant method (:func:`separation_discriminant`) and an mpmath path;
 * the mechanism :class:`AdditiveNoise` and the aggregator's :class:`NoisyPCA`;
 * design: :func:`design_noise`, :func:`fit_spiked`; simulation: :func:`simulate_gap`,
-  :func:`simulate_spectrum`.
+  :func:`simulate_spectrum`;
+* leakage beyond the Gaussian model: :func:`leakage_bound` (which bound applies),
+  :func:`gaussian_leakage`, :func:`non_gaussianity`, :func:`estimate_leakage` (k-NN, with its
+  standard error).
 """
 
 from sdckit.spectral._design import NoiseDesign, SpikedFit, design_noise, design_noise_from_data, fit_spiked
@@ -20,9 +23,21 @@ from sdckit.spectral._discriminant import (
     separation_precise,
     support_discriminant,
 )
-from sdckit.spectral._leakage import spike_count
+from sdckit.spectral._leakage import information_leakage, spike_count
 from sdckit.spectral._mechanism import DISTRIBUTIONS, AdditiveNoise, NoiseDistribution, NoisyPCA, draw_noise
 from sdckit.spectral._model import SeparationMethod, SpikedModel, SpikedSupport, SupMethod
+from sdckit.spectral._nongaussian import (
+    NON_GAUSSIANITY,
+    DataLaw,
+    LeakageBound,
+    LeakageEstimate,
+    estimate_leakage,
+    gaussian_leakage,
+    knn_entropy,
+    leakage_bound,
+    noise_entropy,
+    non_gaussianity,
+)
 from sdckit.spectral._simulate import GapSimulation, simulate_gap, simulate_spectrum
 from sdckit.spectral._support import (
     Gap,
@@ -37,10 +52,14 @@ from sdckit.spectral._support import (
 
 __all__ = [
     "DISTRIBUTIONS",
+    "NON_GAUSSIANITY",
     "AdditiveNoise",
+    "DataLaw",
     "Gap",
     "GapSimulation",
     "Interval",
+    "LeakageBound",
+    "LeakageEstimate",
     "NoiseDesign",
     "NoiseDistribution",
     "NoisyPCA",
@@ -59,7 +78,14 @@ __all__ = [
     "design_noise_from_data",
     "discriminant_polynomial",
     "draw_noise",
+    "estimate_leakage",
     "fit_spiked",
+    "gaussian_leakage",
+    "information_leakage",
+    "knn_entropy",
+    "leakage_bound",
+    "noise_entropy",
+    "non_gaussianity",
     "separation_discriminant",
     "separation_precise",
     "simulate_gap",

@@ -54,13 +54,33 @@ def _out(arr: NDArray[Any], scalar: bool) -> Any:
     return float(arr) if scalar else arr
 
 
-def information_leakage(t: ArrayLike, *, k: int, s: float) -> Any:
-    """P_IT(t) = (k/2) log(1 + s/t) nats; +inf at t = 0."""
+def information_leakage(
+    t: ArrayLike, *, k: int, s: float, data_law: str = "gaussian", noise: str = "gaussian", p: int | None = None
+) -> Any:
+    """P_IT(t) for the spiked model (k eigenvalues s, the rest 0): (k/2) log(1 + s/t) nats; +inf at t = 0.
+
+    ``data_law="gaussian"`` and ``noise="gaussian"`` (defaults): the exact leakage [seed]. The same
+    number bounds it from above for data of any law with this covariance (``data_law="any"``,
+    Gaussian noise: the Gaussian maximises h(X + sqrt(t) Z) at a given covariance). Noise of
+    another law of :class:`AdditiveNoise` adds p D(Z_1), its non-Gaussianity (``p`` required):
+    P_IT(t) <= (k/2) log(1 + s/t) + p D(Z_1), +inf for the laws without a density (spectral notes
+    §4, "Leakage beyond the Gaussian model"; :func:`sdckit.spectral.leakage_bound` says which bound
+    applies).
+    """
+    from sdckit.spectral._nongaussian import DATA_LAWS, non_gaussianity
+
+    if data_law not in DATA_LAWS:
+        raise ParameterError(f"data_law={data_law!r}: use 'gaussian' or 'any'.")
+    d = non_gaussianity(noise)
+    if d > 0 and (p is None or isinstance(p, bool) or int(p) != p or p < k):
+        raise ParameterError(f"noise={noise!r}: give p (the number of questions, >= k = {k}) for the non-Gaussian term p D(Z_1).")
     ta, scalar = _as_array(t, "t")
     if np.any(ta < 0):
         raise ParameterError("t < 0: the noise variance t must be >= 0.")
     with np.errstate(divide="ignore"):
         out = 0.5 * k * np.log1p(s / ta)
+    if d > 0:
+        out = out + int(p or 0) * d
     return _out(out, scalar)
 
 

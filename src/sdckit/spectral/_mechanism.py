@@ -95,6 +95,9 @@ class AdditiveNoise(Estimator):
     ----------
     feature_names_in_ : tuple of str, the perturbed columns.
     n_features_in_ : int.
+    leakage_bound_ : :class:`LeakageBound` (or None below 2 rows): P_IT(t) <= 1/2 log det(I + Sigma/t)
+        + p D(Z_1) nats per respondent, Sigma the fitted columns' sample covariance, any data law;
+        its ``applies`` says which bound holds for this noise law (spectral notes §4).
 
     Examples
     --------
@@ -129,7 +132,7 @@ class AdditiveNoise(Estimator):
                 f"distribution={self.distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}."
             )
         try:
-            _, names = check_numeric(X, self.columns)
+            z, names = check_numeric(X, self.columns)
         except MissingValuesError as err:  # the generic hint names an option this mechanism lacks
             raise MissingValuesError(
                 err.column, err.count, err.first_row,
@@ -138,6 +141,9 @@ class AdditiveNoise(Estimator):
             ) from None
         self.feature_names_in_ = names
         self.n_features_in_ = len(names)
+        from sdckit.spectral._nongaussian import leakage_bound_of_data
+
+        self.leakage_bound_ = leakage_bound_of_data(z, self.t, self.distribution)
         return self
 
     def transform(self, X: DataSource) -> Any:

@@ -241,10 +241,14 @@ class SpikedModel:
         """k = floor(r p), from r's decimal (0.29 * 100 gives 29, not 28)."""
         return _leakage.spike_count(self.r, p)
 
-    def information_leakage(self, t: ArrayLike, p: int) -> Any:
-        """P_IT(t) = I(X; X_t) = (k/2) log(1 + s/t) nats per respondent, k = floor(rp) [seed, notes §4]."""
+    def information_leakage(self, t: ArrayLike, p: int, *, data_law: str = "gaussian", noise: str = "gaussian") -> Any:
+        """P_IT(t) = I(X; X_t) = (k/2) log(1 + s/t) nats per respondent, k = floor(rp) [seed, notes §4].
+
+        Exact for Gaussian data and noise; an upper bound for ``data_law="any"``; plus p D(Z_1) for
+        non-Gaussian ``noise`` (see :func:`sdckit.spectral._leakage.information_leakage`).
+        """
         self._t(t)
-        return _leakage.information_leakage(t, k=self.spike_count(p), s=self.s)
+        return _leakage.information_leakage(t, k=self.spike_count(p), s=self.s, data_law=data_law, noise=noise, p=p)
 
     def estimation_leakage(self, t: ArrayLike, p: int) -> Any:
         """P_ET(t) = k s t / (s + t): total MMSE of X given X_t (variance units) [seed, notes §4]."""
