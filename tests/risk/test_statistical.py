@@ -142,6 +142,10 @@ def test_n_hat_equal_n_falls_back_to_mcdiarmid() -> None:
     assert est.interval == "mcdiarmid"
     assert "McDiarmid" in est.note
     assert est.upper == min(1.0, est.estimate + est.mcdiarmid_radius)
+    sym = estimate_statistical_exposure([4, 4], n=4, k=2)  # by symmetry every S_(i) is equal: V_ES = 0
+    assert sym.std_error == 0.0
+    assert sym.interval == "mcdiarmid"
+    assert sym.upper - sym.lower > 0
     with pytest.raises(ParameterError, match="bootstrap' was removed"):
         estimate_statistical_exposure([5, 3, 2], n=4, k=2, interval="bootstrap")  # type: ignore[arg-type]
 

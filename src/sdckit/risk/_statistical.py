@@ -201,7 +201,8 @@ def estimate_statistical_exposure(
       interval approximate. Simulated coverage (tests/risk/test_statistical_coverage.py, 400+
       samples per case at delta = 0.1): 0.93-1.00 on uniform, Zipf and n_hat >> n cases with
       n_hat >= 100; it can fall a few points below nominal on tiny samples (n_hat ~ 30). Needs
-      n_hat > n; at n_hat = n the McDiarmid interval is given instead (``note`` says so).
+      n_hat > n and V_ES > 0; otherwise (n_hat = n, or all leave-one-out estimates equal) the
+      McDiarmid interval is given instead (``note`` says so).
     - ``"mcdiarmid"``: |S_hat - Q^stat| <= (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) w.p. >= 1 - delta,
       distribution-free and independent of the support size, but wide.
 
@@ -265,6 +266,12 @@ def estimate_statistical_exposure(
         if interval == "jackknife" and n_hat == n_i:
             method = "mcdiarmid"
             note = "n_hat = n leaves no leave-one-out estimate; the distribution-free McDiarmid interval is given"
+        elif interval == "jackknife" and std_error == 0:
+            method = "mcdiarmid"
+            note = (
+                "every leave-one-out estimate is the same (a symmetric or one-valued sample), so the jackknife "
+                "says nothing of the spread; the distribution-free McDiarmid interval is given"
+            )
         half = float(stats.norm.ppf(1 - delta / 2)) * std_error if method == "jackknife" else radius
         lo, hi = max(0.0, estimate - half), min(1.0, estimate + half)
     return StatisticalExposure(
