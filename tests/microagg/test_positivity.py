@@ -200,7 +200,7 @@ def test_groups_required_unless_opted_out() -> None:
 @given(
     st.integers(2, 6),
     st.integers(0, 2**31 - 1),
-    st.sampled_from(["same", "subset"]),
+    st.sampled_from(["same", "subset", "global"]),
     st.sampled_from([0.0, 0.05, 0.3]),
     st.sampled_from(["violation", "deficit"]),
     st.integers(0, 5),
@@ -221,7 +221,7 @@ def test_default_keeps_every_group_of_size_k(
         pr = PositivityRestorer(mode=mode, buffer=buffer, sort_key=sort_key).fit(  # type: ignore[arg-type]
             frame, masked, groups=mdav.groups_
         )
-    except InfeasibleError:  # "subset" refuses when X2 has too few groups to carry a full-rank map
+    except InfeasibleError:  # "subset"/"global" refuse when X2 cannot carry a full-rank map
         reject()
     out = pr.transform(masked).to_numpy()
     assert _smallest_identical_set(out) >= k
