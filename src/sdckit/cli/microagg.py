@@ -57,8 +57,8 @@ def microaggregate(
         names = list(model.feature_names_in_)
         stats = None
         if positivity is not None:
-            groups = model.groups_ if model.groups_.ndim == 1 else None
-            pos = PositivityRestorer(mode=positivity, columns=names).fit(frame, release, groups=groups)  # type: ignore[arg-type]
+            # 2-D per-column ids (method="rank") are accepted too: positivity keeps every group whole.
+            pos = PositivityRestorer(mode=positivity, columns=names).fit(frame, release, groups=model.groups_)
             release = pos.transform(release)
             stats = pos.stats_
         elif restore_moments:
