@@ -58,7 +58,7 @@ def microaggregate(
         stats = None
         if positivity is not None:
             # 2-D per-column ids (method="rank") are accepted too: positivity keeps every group whole.
-            pos = PositivityRestorer(mode=positivity, columns=names).fit(frame, release, groups=model.groups_)
+            pos = PositivityRestorer(mode=positivity, columns=names).fit(frame, release, groups=model.groups_)  # type: ignore[arg-type]
             release = pos.transform(release)
             stats = pos.stats_
         elif restore_moments:
