@@ -8,7 +8,7 @@
 * :func:`utility_table`: IL, IL1s, eigenvalue distance, relative changes of moments and
   regressions, ECDF U_m/U_s, cluster U_c, propensity U_p, negative share, SDID risk.
 
-Mathematics: the microaggregation notes (``docs/microagg.md``; sources cited there).
+Mathematics: the microaggregation notes (``docs/theory/microaggregation.md``; sources cited there).
 """
 
 from sdckit.microagg._base import Centre, Missing

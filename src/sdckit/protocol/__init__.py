@@ -2,7 +2,7 @@
 
 A curator decides which columns are safe to release without ever seeing a user's row, and an
 analyst receives the safe columns without knowing who sent them [seed: arXiv:2201.12306, §5;
-anonymity notes §5].
+anonymity notes §5, ``docs/theory/anonymity.md``].
 
 * Crypto: HPKE (RFC 9180) from ``cryptography`` (:func:`seal`, :func:`open_sealed`,
   :class:`PrivateKey`, :class:`PublicKey`, key files); suites ``"x25519"`` and

@@ -1,8 +1,9 @@
 """Re-identification risk: exposure, bounds from marginals, statistical exposure, entropy, planning.
 
 The measurement half of statistical anonymity (arXiv:2201.12306; mathematics in the anonymity
-notes). Exposure Q_J(t) is the share of users whose group on the columns J holds at most
-floor(t n) users; the share not k-anonymous is Q_J((k - 1) / n).
+notes, ``docs/theory/anonymity.md``, cited as "anonymity notes §n"). Exposure Q_J(t) is the share
+of users whose group on the columns J holds at most floor(t n) users; the share not k-anonymous is
+Q_J((k - 1) / n).
 """
 
 from sdckit.risk._bounds import joint_exposure_bound

@@ -1,6 +1,6 @@
 """Private PCA: noise–information separation, leakage and the privacy–utility curve.
 
-The mathematics is in the spectral notes (``docs/spectral.md``; source: Diaz et al.,
+The mathematics is in the spectral notes (``docs/theory/spectral.md``; source: Diaz et al.,
 arXiv:1801.03553). The catalogue:
 
 * limit spectrum of a sample covariance for any discrete population law: :func:`support`,
