@@ -5,6 +5,7 @@ notes). Exposure Q_J(t) is the share of users whose group on the columns J holds
 floor(t n) users; the share not k-anonymous is Q_J((k - 1) / n).
 """
 
+from sdckit.risk._blocks import REDACTED, BlockCounts
 from sdckit.risk._bounds import joint_exposure_bound
 from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
@@ -21,6 +22,8 @@ from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 
 __all__ = [
+    "REDACTED",
+    "BlockCounts",
     "BoundMethod",
     "ColumnRisk",
     "ExposureCurve",

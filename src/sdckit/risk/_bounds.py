@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sdckit.risk._blocks import MAX_EXACT_BLOCK_COLUMNS, Atom, block_options, partition_minimum
 from sdckit.risk._checks import BoundMethod, as_scalar_or_array, check_method, threshold
 from sdckit.risk._marginals import Marginals
 
@@ -192,13 +193,80 @@ def _curve_min(options: Sequence[_Options], n: int, thr: NDArray[np.int64]) -> N
 
 
 def _lower(marginals: Marginals, thr: NDArray[np.int64]) -> NDArray[np.float64]:
-    """max_j Q_j(t): a column subset never has more exposure than the whole (anonymity notes §2)."""
+    """max over single columns and known blocks of their exposure: a column subset never has more
+    exposure than the whole (anonymity notes §2). A block's redacted users are not counted (their
+    true cells are unknown), which keeps it a lower bound."""
     out = np.zeros(thr.shape)
-    for c in marginals.columns:
-        counts = marginals.counts[c]
+    parts = [marginals.counts[c] for c in marginals.columns] + [b.counts for b in marginals.blocks.values()]
+    for counts in parts:
         csum = np.concatenate([[0], np.cumsum(counts)])
         out = np.maximum(out, csum[np.searchsorted(counts, thr, side="right")] / marginals.n)
     return out
+
+
+def _atoms(marginals: Marginals) -> list[Atom]:
+    """The single columns and the known blocks of ``marginals``, as parts of a partition of J."""
+    index = {c: i for i, c in enumerate(marginals.columns)}
+    atoms = []
+    for c in marginals.columns:
+        opt = _options(marginals.counts[c], marginals.n, "theorem2")
+        atoms.append(Atom((index[c],), opt.s, opt.logw))
+    for b in marginals.blocks.values():
+        s, logw = block_options(b, marginals.n)
+        atoms.append(Atom(tuple(sorted(index[c] for c in b.columns)), s, logw))
+    return atoms
+
+
+def _greedy_cover(marginals: Marginals, atoms: Sequence[Atom], thr: int) -> float:
+    """A sound cover beyond 16 columns: blocks taken greedily, disjoint, in order of the support
+    they save (log prod_j m_j - log W_b at r = 0), then the partition's bound by the frontier."""
+    p = len(marginals.columns)
+    singles, blocks = atoms[:p], atoms[p:]
+    gain = [sum(float(singles[j].logw[0]) for j in b.columns) - float(b.logw[0]) for b in blocks]
+    used: set[int] = set()
+    chosen: list[Atom] = []
+    for i in np.argsort(gain)[::-1]:
+        b = blocks[int(i)]
+        if gain[int(i)] > 0 and used.isdisjoint(b.columns):
+            chosen.append(b)
+            used.update(b.columns)
+    parts = chosen + [a for a in singles if a.columns[0] not in used]
+    value, _ = _upper_min([_Options(a.s, a.logw) for a in parts], marginals.n, thr)
+    return value
+
+
+def _block_bound(marginals: Marginals, thr: int, cap: float) -> float:
+    """min over partitions of J into known blocks of the Theorem-2 bound (docs/risk.md, "Bounds from
+    blocks"), searched at or below ``cap``; inf when no partition is at or below it."""
+    if thr <= 0:
+        return 0.0
+    atoms = _atoms(marginals)
+    if len(marginals.columns) <= MAX_EXACT_BLOCK_COLUMNS:
+        value = partition_minimum(len(marginals.columns), atoms, marginals.n, thr, cap)
+    else:
+        value = _greedy_cover(marginals, atoms, thr)
+    whole = set(marginals.columns)
+    for b in marginals.blocks.values():
+        if set(b.columns) == whole:  # a block that is J itself: its own exposure (exact if unredacted)
+            value = min(value, b.exposure_bound(thr) / marginals.n)
+    return min(1.0, value * _ROUND_UP) if math.isfinite(value) else math.inf
+
+
+def has_blocks(marginals: Marginals) -> bool:
+    """Whether any known block lies inside the marginals' columns (after :meth:`Marginals.select`)."""
+    return bool(marginals.blocks)
+
+
+def _with_blocks(
+    marginals: Marginals, thr: NDArray[np.int64], single: NDArray[np.float64], cap: float | None
+) -> NDArray[np.float64]:
+    """The single-column bound ``single`` improved, threshold by threshold, by the block bound."""
+    out = np.array(single, dtype=np.float64, copy=True).reshape(-1)
+    flat = thr.reshape(-1)
+    for i, t in enumerate(flat):
+        limit = float(out[i]) if cap is None else min(float(out[i]), cap)
+        out[i] = min(out[i], _block_bound(marginals, int(t), limit))
+    return out.reshape(thr.shape)
 
 
 def _bound(
@@ -215,6 +283,9 @@ def _bound(
         return (n <= thr).astype(np.float64)
     if method == "lower":
         return _lower(marginals, thr)
+    if method == "best" and marginals.blocks:
+        single = _bound(marginals.singles(), thr, method, cap, cache)
+        return _with_blocks(marginals, thr, single, cap)
     if method == "support":
         log_m = sum(math.log(marginals.counts[c].size) for c in marginals.columns)
         return np.minimum(1.0, thr / n * math.exp(min(log_m, 700.0)) * _ROUND_UP)
