@@ -61,6 +61,28 @@ REDACTED: Final = _Redacted()
 """Marker of a redacted value in a block table key, e.g. ``(REDACTED, "Male")``."""
 
 
+class _Merged:
+    """The one value that the rare values of a column are merged into (an ordinary, known value)."""
+
+    _instance: _Merged | None = None
+
+    def __new__(cls) -> _Merged:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MERGED"
+
+    def __reduce__(self) -> str:
+        return "MERGED"
+
+
+MERGED: Final = _Merged()
+"""Label of the merged rare values of a column (what a redacting user's value becomes in the
+table of the merged column; unlike :data:`REDACTED` it is one known value)."""
+
+
 def is_redacted(value: Any) -> bool:
     """True for the marker :data:`REDACTED` (also its JSON text form ``"REDACTED"`` is not: be explicit)."""
     return value is REDACTED

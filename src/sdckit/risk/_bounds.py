@@ -372,3 +372,54 @@ def joint_exposure_bound(
     thr = threshold(marg.n, k=k, t=t)
     out = _bound(marg, np.asarray(thr), method)
     return as_scalar_or_array(out, np.ndim(thr) == 0)
+
+
+@dataclass(frozen=True)
+class PairBoundCurve:
+    """The bounds on the share of users in groups smaller than k, against k, with and without blocks."""
+
+    k: NDArray[np.int64]
+    """Group sizes."""
+    single: NDArray[np.float64]
+    """Best bound from the single-column counts only (``method="best"`` without blocks)."""
+    blocks: NDArray[np.float64]
+    """Best bound using the known blocks too (the pair bound); never above ``single``."""
+    lower: NDArray[np.float64]
+    """max over single columns and known blocks of their exposure: a lower bound, never a guarantee."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: lists of equal length."""
+        return {
+            "k": self.k.tolist(),
+            "single": self.single.tolist(),
+            "blocks": self.blocks.tolist(),
+            "lower": self.lower.tolist(),
+        }
+
+
+def pair_bound_curve(
+    marginals: Marginals, k: ArrayLike | None = None, *, columns: Sequence[str] | None = None
+) -> PairBoundCurve:
+    """The single-column bound and the block (pair) bound over k, for the exposure plot.
+
+    Parameters
+    ----------
+    marginals : the counts, with blocks (e.g. ``Marginals.from_data(df, cols, blocks=pairs)``).
+    k : group sizes (default 2..50).
+    columns : a subset of the columns (default: all); blocks inside it are used.
+
+    Examples
+    --------
+    >>> m = Marginals.from_counts({"a": {0: 51, 1: 50}, "b": {0: 51, 1: 50}},
+    ...                           blocks={("a", "b"): {(0, 1): 50, (0, 0): 1, (1, 0): 50}})
+    >>> c = pair_bound_curve(m, k=[2, 3])
+    >>> c.single.round(4).tolist(), c.blocks.round(4).tolist()
+    ([0.0396, 0.0792], [0.0099, 0.0099])
+    """
+    ks = np.arange(2, 51) if k is None else np.atleast_1d(np.asarray(k))
+    marg = marginals if columns is None else marginals.select(list(columns))
+    thr = np.asarray(threshold(marg.n, k=ks))
+    single = np.asarray(_bound(marg.singles(), thr, "best"), dtype=np.float64)
+    blocks = np.asarray(_bound(marg, thr, "best"), dtype=np.float64) if marg.blocks else single.copy()
+    lower = np.asarray(_lower(marg, thr), dtype=np.float64)
+    return PairBoundCurve(k=ks.astype(np.int64), single=single, blocks=blocks, lower=lower)

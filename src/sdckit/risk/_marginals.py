@@ -62,7 +62,7 @@ class Marginals:
         counts: Mapping[str, Mapping[Any, int] | Sequence[int]],
         *,
         n: int | None = None,
-        blocks: Mapping[Sequence[str], Mapping[Any, int]] | None = None,
+        blocks: Mapping[tuple[str, ...], Mapping[Any, int]] | None = None,
     ) -> Marginals:
         """Marginals from ``{column: {value: count}}`` (or ``{column: [counts]}`` without labels).
 
@@ -225,6 +225,36 @@ class Marginals:
             values={c: self.values[c] for c in cols},
             blocks={k: b for k, b in self.blocks.items() if inside.issuperset(k)},
         )
+
+    def recode(self, maps: Mapping[str, Mapping[Any, Any]]) -> Marginals:
+        """The counts after recoding values (``{column: {old: new}}``, unmapped values kept), blocks included.
+
+        Merging values only coarsens every group, so bounds stay valid for the recoded release; a
+        redacted cell stays redacted (its true values are still unknown). Planners that generalise
+        values should recode through here so that the pair tables follow.
+        """
+        for c in maps:
+            if c not in self.counts:
+                raise ColumnNotFoundError(str(c), self.columns)
+        singles: dict[str, dict[Any, int]] = {}
+        for c in self.columns:
+            mp = maps.get(c, {})
+            out: dict[Any, int] = {}
+            for v, x in zip(self.values[c], self.counts[c].tolist(), strict=True):
+                key = mp.get(v, v)
+                out[key] = out.get(key, 0) + x
+            singles[c] = out
+        tables: dict[tuple[str, ...], dict[Any, int]] = {}
+        for key, b in self.blocks.items():
+            mps = [maps.get(c, {}) for c in b.columns]
+            table: dict[Any, int] = {}
+            cells = b.values + b.redacted_values
+            for cell, x in zip(cells, [*b.counts.tolist(), *b.redacted_counts.tolist()], strict=True):
+                new = tuple(v if is_redacted(v) else mp.get(v, v) for v, mp in zip(cell, mps, strict=True))
+                table[new] = table.get(new, 0) + x
+            tables[key] = table
+        out_m = Marginals.from_counts(singles, blocks=tables)
+        return out_m.select(self.columns)
 
     def singles(self) -> Marginals:
         """The same marginals without any block (what round 1 of the protocol gives)."""
