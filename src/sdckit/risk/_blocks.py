@@ -145,8 +145,11 @@ def make_block(
     *,
     n: int,
     singles: Mapping[str, Mapping[Any, int]],
+    check: bool = True,
 ) -> BlockCounts:
     """Validate a block table ``{(v1, v2, ...): users}`` against the single-column counts.
+
+    ``check=False`` skips the validation (for tables counted from the same data as the singles).
 
     Raises
     ------
@@ -160,6 +163,8 @@ def make_block(
     for c in cols:
         if c not in singles:
             raise ColumnNotFoundError(c, tuple(singles))
+    if not check and isinstance(table, Mapping):
+        return _assemble(cols, table, singles)
     items = list(table.items()) if isinstance(table, Mapping) else list(table)
     known: dict[tuple[Any, ...], int] = {}
     red: dict[tuple[Any, ...], int] = {}
@@ -202,7 +207,19 @@ def make_block(
                     f"block {name}: value {v!r} of column {c!r} has {x:,} users in the block but {have:,} in the "
                     "column's own counts; the tables must count the same users."
                 )
+    return _assemble(cols, {**known, **red}, singles)
+
+
+def _assemble(
+    cols: tuple[str, ...], table: Mapping[tuple[Any, ...], int], singles: Mapping[str, Mapping[Any, int]]
+) -> BlockCounts:
+    """The block of a checked (or trusted) table with positive counts."""
     support = {c: len(singles[c]) for c in cols}
+    if any(REDACTED in cell for cell in table):
+        known = {cell: x for cell, x in table.items() if x > 0 and REDACTED not in cell}
+        red = {cell: x for cell, x in table.items() if x > 0 and REDACTED in cell}
+    else:
+        known, red = {cell: x for cell, x in table.items() if x > 0}, {}
     kv = sorted(known.items(), key=lambda kx: kx[1])
     rv = list(red.items())
     red_max = [

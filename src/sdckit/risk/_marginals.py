@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import narwhals as nw
@@ -193,14 +193,22 @@ class Marginals:
             if isinstance(counted, nw.LazyFrame):
                 counted = counted.collect()
             lists = [counted[c].to_list() for c in key]
+            ns = counted["__n"].to_list()
+            if not any(hidden.get(c) for c in key):  # nothing redacted: the cells as counted
+                tables[key] = dict(zip(zip(*lists, strict=True), ns, strict=True))
+                continue
             table: dict[Any, int] = {}
-            for cell, x in zip(zip(*lists, strict=True), counted["__n"].to_list(), strict=True):
+            for cell, x in zip(zip(*lists, strict=True), ns, strict=True):
                 cell = tuple(
                     REDACTED if v in hidden.get(c, ()) else v for c, v in zip(key, cell, strict=True)
                 )
                 table[cell] = table.get(cell, 0) + int(x)
             tables[key] = table
-        m = cls.from_counts(out, blocks=tables)
+        m = cls.from_counts(out)
+        if tables:  # counted here from one table: consistent by construction, not re-validated
+            singles = {c: dict(zip(m.values[c], m.counts[c].tolist(), strict=True)) for c in m.columns}
+            built = {k: make_block(k, t, n=m.n, singles=singles, check=False) for k, t in tables.items()}
+            m = replace(m, blocks=built)
         for c in m.columns:
             if m.counts[c].size == m.n and m.n > 2:
                 warn_identifier(c, m.n, m.n)
