@@ -89,6 +89,7 @@ def brute_block_bound(
             elif x <= thr:
                 exposed += x
         best = exposed / n
+    best = min(best, brute_star(rows, width, allowed, thr, redact, supports))
     for part in set_partitions(list(range(width))):
         if not all(p in allowed for p in part):
             continue
@@ -97,6 +98,53 @@ def brute_block_bound(
             s = sum(c[0] for c in combo)
             w = math.prod(c[1] for c in combo)
             best = min(best, s / n + thr / n * w)
+    return best
+
+
+def brute_star(
+    rows: list[tuple[int, ...]],
+    width: int,
+    allowed: set[tuple[int, ...]],
+    thr: int,
+    redact: dict[int, set[int]],
+    supports: dict[int, int],
+) -> float:
+    """Theorem 2 inside each value u of a root column r with every pair (r, j) known: per u, the
+    rarest-first sacrifices of row u of each redacted pair table (hidden users: sacrificed, or kept
+    as at most min(hidden, m_j) cells), capped at u's users; summed over u, min over roots."""
+    n = len(rows)
+    best = math.inf
+    for r in range(width):
+        others = [j for j in range(width) if j != r]
+        if len(others) == 0 or any(tuple(sorted((r, j))) not in allowed for j in others):
+            continue
+        total = 0
+        for u, n_u in Counter(row[r] for row in rows).items():
+            if n_u <= thr:
+                total += n_u
+                continue
+            per_j = []
+            for j in others:
+                sub = [row for row in rows if row[r] == u]
+                if u in redact.get(r, set()):
+                    known = []  # u itself is redacted in every pair with r
+                else:
+                    known = sorted(
+                        Counter(row[j] for row in sub if row[j] not in redact.get(j, set())).values()
+                    )
+                hidden = n_u - sum(known)
+                ch = [(hidden + sum(known[:q]), len(known) - q) for q in range(len(known) + 1)]
+                if hidden:
+                    ch += [
+                        (sum(known[:q]), len(known) - q + min(hidden, supports[j]))
+                        for q in range(len(known) + 1)
+                    ]
+                per_j.append(ch)
+            u_best = n_u
+            for combo in itertools.product(*per_j):
+                u_best = min(u_best, sum(c[0] for c in combo) + thr * math.prod(c[1] for c in combo))
+            total += u_best
+        best = min(best, total / n)
     return best
 
 

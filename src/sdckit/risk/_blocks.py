@@ -254,9 +254,17 @@ def block_options(block: BlockCounts, n: int) -> tuple[NDArray[np.int64], NDArra
     redacted_cells). Theorem 3's W = 1 / p_(r+1) is never below known - r, so it adds nothing once
     the cells are known; the Pareto set of both families is returned (s ascending, logw descending).
     """
-    c = block.counts
+    return cell_options(block.counts, block.redacted, block.redacted_cells, n)
+
+
+def cell_options(
+    counts: NDArray[np.int64], redacted: int, redacted_cells: int, n: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The choices of :func:`block_options` for known cell counts (ascending), ``redacted`` users in
+    unknown cells and at most ``redacted_cells`` such cells."""
+    c = counts
     m = c.size
-    red = block.redacted
+    red = int(redacted)
     csum = np.concatenate([[0], np.cumsum(c)]).astype(np.int64)
     parts_s: list[NDArray[np.int64]] = []
     parts_l: list[NDArray[np.float64]] = []
@@ -265,9 +273,9 @@ def block_options(block: BlockCounts, n: int) -> tuple[NDArray[np.int64], NDArra
         parts_l.append(np.log(np.arange(m, 0, -1, dtype=np.float64)))
     if red:
         parts_s.append(csum)
-        parts_l.append(np.log(np.arange(m, -1, -1, dtype=np.float64) + block.redacted_cells))
-    if not parts_s:  # cannot happen: a block counts n >= 1 users
-        return np.array([n], dtype=np.int64), np.zeros(1)
+        parts_l.append(np.log(np.arange(m, -1, -1, dtype=np.float64) + max(1, redacted_cells)))
+    if not parts_s:  # no users at all: nothing to sacrifice, one (empty) cell
+        return np.zeros(1, dtype=np.int64), np.zeros(1)
     return _pareto(np.concatenate(parts_s), np.concatenate(parts_l))
 
 

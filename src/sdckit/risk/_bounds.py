@@ -17,6 +17,7 @@ coordinate descent.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit.risk._blocks import MAX_EXACT_BLOCK_COLUMNS, Atom, block_options, partition_minimum
+from sdckit.risk._blocks import (
+    MAX_EXACT_BLOCK_COLUMNS,
+    Atom,
+    block_options,
+    cell_options,
+    partition_minimum,
+)
 from sdckit.risk._checks import BoundMethod, as_scalar_or_array, check_method, threshold
 from sdckit.risk._marginals import Marginals
 
@@ -249,7 +256,91 @@ def _block_bound(marginals: Marginals, thr: int, cap: float) -> float:
     for b in marginals.blocks.values():
         if set(b.columns) == whole:  # a block that is J itself: its own exposure (exact if unredacted)
             value = min(value, b.exposure_bound(thr) / marginals.n)
+    star = _conditional_bound(marginals, thr, min(cap, value))
+    value = min(value, star)
     return min(1.0, value * _ROUND_UP) if math.isfinite(value) else math.inf
+
+
+def _conditional_bound(marginals: Marginals, thr: int, cap: float) -> float:
+    """Theorem 2 within each value of a root column r whose pair with every other column is known.
+
+    Users with r = u form their own table; a group on J lies inside one value of r. So
+    Q_J(t) <= sum_u min(p(u), min_E [sum_j p(u, E_j) + tau prod_j W_j(u)]), where W_j(u) bounds the
+    kept values of column j among the users with r = u, read off row u of the pair table (r, j)
+    (docs/risk.md, "Conditioning on a root column"). Searched at or below ``cap``; inf when above.
+    """
+    cols = marginals.columns
+    if len(cols) < 2:
+        return math.inf
+    by_set = {frozenset(key): b for key, b in marginals.blocks.items()}
+    best = math.inf
+    for r in cols:
+        tables = [(j, by_set.get(frozenset((r, j)))) for j in cols if j != r]
+        if any(b is None for _, b in tables):
+            continue
+        value = _star(marginals, r, tables, thr, min(cap, best))
+        best = min(best, value)
+    return best
+
+
+_GROUPED: weakref.WeakKeyDictionary[Any, dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _grouped(block: Any, pos: int, values: Sequence[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The block's known cells by the value in position ``pos``: (value index into ``values``, count),
+    sorted by index then count (cached per block)."""
+    per = _GROUPED.setdefault(block, {})
+    if pos not in per:
+        index = {v: i for i, v in enumerate(values)}
+        codes = np.array([index[cell[pos]] for cell in block.values], dtype=np.int64)
+        counts = np.asarray(block.counts, dtype=np.int64)
+        order = np.lexsort((counts, codes))
+        per[pos] = (codes[order], counts[order])
+    return per[pos]
+
+
+def _star(marginals: Marginals, root: str, tables: Sequence[tuple[str, Any]], thr: int, cap: float) -> float:
+    """The conditional bound with root column ``root``; inf as soon as it is known to exceed ``cap``.
+
+    Column j alone within u costs at least sum_cells min(c, thr) + min(hidden, thr * min(hidden, m_j))
+    users (sacrifice a cell exactly when it holds fewer than thr users; the choice is separable), so
+    a root value whose cost already reaches its n_u users is settled without a search.
+    """
+    n = marginals.n
+    n_u = marginals.counts[root].astype(np.int64)
+    n_vals = n_u.size
+    supports = marginals.supports
+    grouped = []
+    floor = np.zeros(n_vals, dtype=np.int64)
+    known_any = np.zeros(n_vals, dtype=bool)
+    for j, b in tables:
+        codes, counts = _grouped(b, b.columns.index(root), marginals.values[root])
+        total = np.bincount(codes, weights=counts, minlength=n_vals).astype(np.int64)
+        hidden = n_u - total  # in a cell (u, REDACTED), or behind a redacted value of the root
+        cost = np.bincount(codes, weights=np.minimum(counts, thr), minlength=n_vals).astype(np.int64)
+        cost += np.minimum(hidden, thr * np.minimum(hidden, supports[j]))
+        floor = np.maximum(floor, cost)
+        known_any |= total > 0
+        starts = np.searchsorted(codes, np.arange(n_vals + 1))
+        grouped.append((j, codes, counts, starts, hidden))
+    settled = (n_u <= thr) | ~known_any | (floor >= n_u)
+    share = float(n_u[settled].sum()) / n  # a group on J inside u holds at most thr, or all of u's users
+    if (share + float(floor[~settled].sum()) / n) > cap * (1 + 1e-12):
+        return math.inf
+    for u in np.flatnonzero(~settled):
+        options = []
+        for j, _, counts, starts, hidden in grouped:
+            cells = counts[starts[u] : starts[u + 1]]
+            h = int(hidden[u])
+            s_opt, l_opt = cell_options(cells, h, min(h, supports[j]), n)
+            options.append(_Options(s_opt, l_opt))
+        value, _ = _upper_min(options, n, thr, cap=float(n_u[u]) / n)
+        share += min(float(n_u[u]) / n, value)
+        if share > cap * (1 + 1e-12):
+            return math.inf
+    return min(1.0, share * _ROUND_UP)
 
 
 def has_blocks(marginals: Marginals) -> bool:

@@ -193,12 +193,12 @@ class Marginals:
             if isinstance(counted, nw.LazyFrame):
                 counted = counted.collect()
             lists = [counted[c].to_list() for c in key]
-            ns = counted["__n"].to_list()
+            cell_ns: list[int] = counted["__n"].to_list()
             if not any(hidden.get(c) for c in key):  # nothing redacted: the cells as counted
-                tables[key] = dict(zip(zip(*lists, strict=True), ns, strict=True))
+                tables[key] = dict(zip(zip(*lists, strict=True), cell_ns, strict=True))
                 continue
             table: dict[Any, int] = {}
-            for cell, x in zip(zip(*lists, strict=True), ns, strict=True):
+            for cell, x in zip(zip(*lists, strict=True), cell_ns, strict=True):
                 cell = tuple(
                     REDACTED if v in hidden.get(c, ()) else v for c, v in zip(key, cell, strict=True)
                 )
