@@ -50,7 +50,13 @@ def test_suppression_with_decoys_never_beats_plain(adult: pl.DataFrame, cols: li
     assert suppressed + allowance > plain
     # the suppressed release is a coarsening: its bound is sound for it (holders redact; no decoys)
     released = adult.select(
-        [pl.when(pl.col(c).is_in(list(rare[c]))).then(pl.lit("R")).otherwise(pl.col(c).cast(pl.String)).alias(c) for c in cols]
+        [
+            pl.when(pl.col(c).is_in(list(rare[c])))
+            .then(pl.lit("R"))
+            .otherwise(pl.col(c).cast(pl.String))
+            .alias(c)
+            for c in cols
+        ]
     )
     sizes = released.group_by(cols).len()["len"]
     assert float(sizes.filter(sizes < k).sum()) / n <= suppressed
@@ -66,7 +72,9 @@ def test_plans_with_pairs_never_gain_from_suppression(adult: pl.DataFrame) -> No
         received = Marginals.from_data(adult, cols, blocks=pairs, redact=redact)
         plain = plan_release(received, k=k, budget=budget)
         suppressed = plan_release(coarsen(received, rare), k=k, budget=budget)
-        counts = {c: {v: int(x) for v, x in zip(singles.values[c], singles.counts[c], strict=True)} for c in cols}
+        counts = {
+            c: {v: int(x) for v, x in zip(singles.values[c], singles.counts[c], strict=True)} for c in cols
+        }
         rules = _redaction_rules(counts, list(suppressed.columns), k, singles.n)
         allowance, _ = decoy_allowance(rules, counts, singles.n, k=k, delta=0.05)
         wins = suppressed.bound + allowance <= budget and len(suppressed.columns) > len(plain.columns)

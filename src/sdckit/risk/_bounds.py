@@ -242,7 +242,11 @@ def _greedy_cover(marginals: Marginals, atoms: Sequence[Atom], thr: int) -> floa
     return value
 
 
-def _block_bound(marginals: Marginals, thr: int, cap: float) -> float:
+MAX_ROOT_COLUMNS = 12
+"""Conditioning on a root column is tried up to this many columns (it costs a search per root value)."""
+
+
+def _block_bound(marginals: Marginals, thr: int, cap: float, planning: bool = False) -> float:
     """min over partitions of J into known blocks of the Theorem-2 bound (docs/risk.md, "Bounds from
     blocks"), searched at or below ``cap``; inf when no partition is at or below it."""
     if thr <= 0:
@@ -256,8 +260,8 @@ def _block_bound(marginals: Marginals, thr: int, cap: float) -> float:
     for b in marginals.blocks.values():
         if set(b.columns) == whole:  # a block that is J itself: its own exposure (exact if unredacted)
             value = min(value, b.exposure_bound(thr) / marginals.n)
-    star = _conditional_bound(marginals, thr, min(cap, value))
-    value = min(value, star)
+    if len(marginals.columns) <= MAX_ROOT_COLUMNS and not planning:
+        value = min(value, _conditional_bound(marginals, thr, min(cap, value)))
     return min(1.0, value * _ROUND_UP) if math.isfinite(value) else math.inf
 
 
@@ -327,9 +331,13 @@ def _star(marginals: Marginals, root: str, tables: Sequence[tuple[str, Any]], th
         grouped.append((j, codes, counts, starts, hidden))
     settled = (n_u <= thr) | ~known_any | (floor >= n_u)
     share = float(n_u[settled].sum()) / n  # a group on J inside u holds at most thr, or all of u's users
-    if (share + float(floor[~settled].sum()) / n) > cap * (1 + 1e-12):
+    todo = np.flatnonzero(~settled)
+    todo = todo[np.argsort(-floor[todo], kind="stable")]  # the costliest first: an early exit comes sooner
+    rest = float(floor[todo].sum()) / n  # what the values still to do cost at least
+    if share + rest > cap * (1 + 1e-12):
         return math.inf
-    for u in np.flatnonzero(~settled):
+    for u in todo:
+        rest -= float(floor[u]) / n
         options = []
         for j, _, counts, starts, hidden in grouped:
             cells = counts[starts[u] : starts[u + 1]]
@@ -338,7 +346,7 @@ def _star(marginals: Marginals, root: str, tables: Sequence[tuple[str, Any]], th
             options.append(_Options(s_opt, l_opt))
         value, _ = _upper_min(options, n, thr, cap=float(n_u[u]) / n)
         share += min(float(n_u[u]) / n, value)
-        if share > cap * (1 + 1e-12):
+        if share + rest > cap * (1 + 1e-12):
             return math.inf
     return min(1.0, share * _ROUND_UP)
 
@@ -355,8 +363,10 @@ def _with_blocks(
     out = np.array(single, dtype=np.float64, copy=True).reshape(-1)
     flat = thr.reshape(-1)
     for i, t in enumerate(flat):
+        if cap is not None and out[i] <= cap:
+            continue  # the planner only asks "within the budget?": the singles already say yes
         limit = float(out[i]) if cap is None else min(float(out[i]), cap)
-        out[i] = min(out[i], _block_bound(marginals, int(t), limit))
+        out[i] = min(out[i], _block_bound(marginals, int(t), limit, planning=cap is not None))
     return out.reshape(thr.shape)
 
 
