@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import numba
 import numpy as np
@@ -40,51 +40,37 @@ _MAX_BLOCK_OPTIONS = 512  # sacrifice choices per block in the DP (evenly thinne
 _MAX_FRONT = 4096  # frontier points kept per DP state (thinned beyond: still valid)
 
 
-class _Redacted:
-    """The redaction marker of a partial table: the user's value was withheld because it is rare."""
+class _Marker:
+    """A named singleton that stands in for a value (pickled by its module-level name)."""
 
-    _instance: _Redacted | None = None
+    _instances: ClassVar[dict[str, _Marker]] = {}
+    name: str
 
-    def __new__(cls) -> _Redacted:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "REDACTED"
-
-    def __reduce__(self) -> str:
-        return "REDACTED"
-
-
-REDACTED: Final = _Redacted()
-"""Marker of a redacted value in a block table key, e.g. ``(REDACTED, "Male")``."""
-
-
-class _Merged:
-    """The one value that the rare values of a column are merged into (an ordinary, known value)."""
-
-    _instance: _Merged | None = None
-
-    def __new__(cls) -> _Merged:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    def __new__(cls, name: str) -> _Marker:
+        if name not in cls._instances:
+            obj = super().__new__(cls)
+            obj.name = name
+            cls._instances[name] = obj
+        return cls._instances[name]
 
     def __repr__(self) -> str:
-        return "MERGED"
+        return self.name
 
     def __reduce__(self) -> str:
-        return "MERGED"
+        return self.name
 
 
-MERGED: Final = _Merged()
+REDACTED: Final = _Marker("REDACTED")
+"""Marker of a redacted value in a block table key, e.g. ``(REDACTED, "Male")``: the user's value
+was withheld because it is rare; the cell aggregates unknown true cells."""
+
+MERGED: Final = _Marker("MERGED")
 """Label of the merged rare values of a column (what a redacting user's value becomes in the
 table of the merged column; unlike :data:`REDACTED` it is one known value)."""
 
 
 def is_redacted(value: Any) -> bool:
-    """True for the marker :data:`REDACTED` (also its JSON text form ``"REDACTED"`` is not: be explicit)."""
+    """True only for the marker :data:`REDACTED` itself (the text ``"REDACTED"`` is an ordinary value)."""
     return value is REDACTED
 
 
