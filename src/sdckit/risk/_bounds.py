@@ -420,7 +420,7 @@ def joint_exposure_bound(
     method: BoundMethod = "best",
     columns: Sequence[str] | None = None,
 ) -> Any:
-    """Bound the joint exposure Q_J from the single-column value counts only.
+    """Bound the joint exposure Q_J from the value counts: single columns, and known blocks if any.
 
     With tau = floor(t n) / n (or (k - 1) / n) and S_j(r) the share of users holding the r rarest
     values of column j:
@@ -429,7 +429,17 @@ def joint_exposure_bound(
     * ``"support"``: Q_J(t) <= min(1, tau prod_j m_j) (Theorem 2 with nothing sacrificed);
     * ``"theorem2"``: Q_J(t) <= min_r sum_j S_j(r_j) + tau prod_j (m_j - r_j);
     * ``"theorem3"``: Q_J(t) <= min_r sum_j S_j(r_j) + tau prod_j 1 / p_{j,(r_j+1)};
-    * ``"best"`` (default): the minimum of the upper bounds.
+    * ``"best"`` (default): the minimum of the upper bounds; when ``marginals`` carries blocks
+      (pair or triple tables, :attr:`Marginals.blocks`), also the minimum over the partitions of J
+      into known blocks of Theorem 2 with each block as one feature, a known block equal to J
+      (its own exposure), and, up to 12 columns, Theorem 2 inside each value of a column whose
+      pair with every other column is known (docs/risk.md, "Bounds from blocks"). Never above the
+      single-column best bound. A redacted cell (a key with :data:`REDACTED`) counts as
+      sacrificed whole, or as kept with at most min(users, prod of its redacted columns'
+      supports) true cells, never as one cell.
+
+    With blocks, ``"lower"`` is the max over single columns and known blocks inside J of their
+    exposure (redacted users left out); the other methods ignore the blocks.
 
     Parameters
     ----------
@@ -452,6 +462,9 @@ def joint_exposure_bound(
     points per step and each column at most 512 values; beyond, the frontier is thinned and the result
     polished by coordinate descent: still a valid upper bound, possibly not the smallest. Upper bounds
     are rounded up by a relative 1e-12 (float sums of logs). Cost O(p F m) for p columns.
+
+    With blocks, the minimum over partitions is exact up to 16 columns (a dynamic programme over
+    the subsets of J, numba-compiled once) and a greedy cover beyond (still a valid bound).
 
     References
     ----------
