@@ -6,12 +6,14 @@ of users whose group on the columns J holds at most floor(t n) users; the share 
 Q_J((k - 1) / n).
 """
 
-from sdckit.risk._bounds import joint_exposure_bound
+from sdckit.risk._blocks import REDACTED, BlockCounts
+from sdckit.risk._bounds import PairBoundCurve, joint_exposure_bound, pair_bound_curve
 from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
+from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries
 from sdckit.risk._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
@@ -22,15 +24,21 @@ from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 
 __all__ = [
+    "REDACTED",
+    "BlockCounts",
+    "BlockQuery",
     "BoundMethod",
     "ColumnRisk",
     "ExposureCurve",
     "IntervalMethod",
     "Marginals",
+    "PairBoundCurve",
+    "QueryPlan",
     "ReleasePlan",
     "RiskSummary",
     "Setting",
     "StatisticalExposure",
+    "choose_pair_queries",
     "entropy",
     "entropy_exposure_bound",
     "entropy_exposure_bound_sharp",
@@ -38,6 +46,7 @@ __all__ = [
     "exposure",
     "exposure_curve",
     "joint_exposure_bound",
+    "pair_bound_curve",
     "plan_release",
     "plugin_exposure",
     "record_risk",

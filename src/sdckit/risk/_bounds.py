@@ -17,6 +17,7 @@ coordinate descent.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from sdckit.risk._blocks import (
+    MAX_EXACT_BLOCK_COLUMNS,
+    Atom,
+    block_options,
+    cell_options,
+    partition_minimum,
+)
 from sdckit.risk._checks import BoundMethod, as_scalar_or_array, check_method, threshold
 from sdckit.risk._marginals import Marginals
 
@@ -192,13 +200,174 @@ def _curve_min(options: Sequence[_Options], n: int, thr: NDArray[np.int64]) -> N
 
 
 def _lower(marginals: Marginals, thr: NDArray[np.int64]) -> NDArray[np.float64]:
-    """max_j Q_j(t): a column subset never has more exposure than the whole (anonymity notes §2)."""
+    """max over single columns and known blocks of their exposure: a column subset never has more
+    exposure than the whole (anonymity notes §2). A block's redacted users are not counted (their
+    true cells are unknown), which keeps it a lower bound."""
     out = np.zeros(thr.shape)
-    for c in marginals.columns:
-        counts = marginals.counts[c]
+    parts = [marginals.counts[c] for c in marginals.columns] + [b.counts for b in marginals.blocks.values()]
+    for counts in parts:
         csum = np.concatenate([[0], np.cumsum(counts)])
         out = np.maximum(out, csum[np.searchsorted(counts, thr, side="right")] / marginals.n)
     return out
+
+
+def _atoms(marginals: Marginals) -> list[Atom]:
+    """The single columns and the known blocks of ``marginals``, as parts of a partition of J."""
+    index = {c: i for i, c in enumerate(marginals.columns)}
+    atoms = []
+    for c in marginals.columns:
+        opt = _options(marginals.counts[c], marginals.n, "theorem2")
+        atoms.append(Atom((index[c],), opt.s, opt.logw))
+    for b in marginals.blocks.values():
+        s, logw = block_options(b, marginals.n)
+        atoms.append(Atom(tuple(sorted(index[c] for c in b.columns)), s, logw))
+    return atoms
+
+
+def _greedy_cover(marginals: Marginals, atoms: Sequence[Atom], thr: int) -> float:
+    """A sound cover beyond 16 columns: blocks taken greedily, disjoint, in order of the support
+    they save (log prod_j m_j - log W_b at r = 0), then the partition's bound by the frontier."""
+    p = len(marginals.columns)
+    singles, blocks = atoms[:p], atoms[p:]
+    gain = [sum(float(singles[j].logw[0]) for j in b.columns) - float(b.logw[0]) for b in blocks]
+    used: set[int] = set()
+    chosen: list[Atom] = []
+    for i in np.argsort(gain)[::-1]:
+        b = blocks[int(i)]
+        if gain[int(i)] > 0 and used.isdisjoint(b.columns):
+            chosen.append(b)
+            used.update(b.columns)
+    parts = chosen + [a for a in singles if a.columns[0] not in used]
+    value, _ = _upper_min([_Options(a.s, a.logw) for a in parts], marginals.n, thr)
+    return value
+
+
+MAX_ROOT_COLUMNS = 12
+"""Conditioning on a root column is tried up to this many columns (it costs a search per root value)."""
+
+
+def _block_bound(marginals: Marginals, thr: int, cap: float, planning: bool = False) -> float:
+    """min over partitions of J into known blocks of the Theorem-2 bound (docs/risk.md, "Bounds from
+    blocks"), searched at or below ``cap``; inf when no partition is at or below it."""
+    if thr <= 0:
+        return 0.0
+    atoms = _atoms(marginals)
+    if len(marginals.columns) <= MAX_EXACT_BLOCK_COLUMNS:
+        value = partition_minimum(len(marginals.columns), atoms, marginals.n, thr, cap)
+    else:
+        value = _greedy_cover(marginals, atoms, thr)
+    whole = set(marginals.columns)
+    for b in marginals.blocks.values():
+        if set(b.columns) == whole:  # a block that is J itself: its own exposure (exact if unredacted)
+            value = min(value, b.exposure_bound(thr) / marginals.n)
+    if len(marginals.columns) <= MAX_ROOT_COLUMNS and not planning:
+        value = min(value, _conditional_bound(marginals, thr, min(cap, value)))
+    return min(1.0, value * _ROUND_UP) if math.isfinite(value) else math.inf
+
+
+def _conditional_bound(marginals: Marginals, thr: int, cap: float) -> float:
+    """Theorem 2 within each value of a root column r whose pair with every other column is known.
+
+    Users with r = u form their own table; a group on J lies inside one value of r. So
+    Q_J(t) <= sum_u min(p(u), min_E [sum_j p(u, E_j) + tau prod_j W_j(u)]), where W_j(u) bounds the
+    kept values of column j among the users with r = u, read off row u of the pair table (r, j)
+    (docs/risk.md, "Conditioning on a root column"). Searched at or below ``cap``; inf when above.
+    """
+    cols = marginals.columns
+    if len(cols) < 2:
+        return math.inf
+    by_set = {frozenset(key): b for key, b in marginals.blocks.items()}
+    best = math.inf
+    for r in cols:
+        tables = [(j, by_set.get(frozenset((r, j)))) for j in cols if j != r]
+        if any(b is None for _, b in tables):
+            continue
+        value = _star(marginals, r, tables, thr, min(cap, best))
+        best = min(best, value)
+    return best
+
+
+_GROUPED: weakref.WeakKeyDictionary[Any, dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _grouped(block: Any, pos: int, values: Sequence[Any]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The block's known cells by the value in position ``pos``: (value index into ``values``, count),
+    sorted by index then count (cached per block)."""
+    per = _GROUPED.setdefault(block, {})
+    if pos not in per:
+        index = {v: i for i, v in enumerate(values)}
+        codes = np.array([index[cell[pos]] for cell in block.values], dtype=np.int64)
+        counts = np.asarray(block.counts, dtype=np.int64)
+        order = np.lexsort((counts, codes))
+        per[pos] = (codes[order], counts[order])
+    return per[pos]
+
+
+def _star(marginals: Marginals, root: str, tables: Sequence[tuple[str, Any]], thr: int, cap: float) -> float:
+    """The conditional bound with root column ``root``; inf as soon as it is known to exceed ``cap``.
+
+    Column j alone within u costs at least sum_cells min(c, thr) + min(hidden, thr * min(hidden, m_j))
+    users (sacrifice a cell exactly when it holds fewer than thr users; the choice is separable), so
+    a root value whose cost already reaches its n_u users is settled without a search.
+    """
+    n = marginals.n
+    n_u = marginals.counts[root].astype(np.int64)
+    n_vals = n_u.size
+    supports = marginals.supports
+    grouped = []
+    floor = np.zeros(n_vals, dtype=np.int64)
+    known_any = np.zeros(n_vals, dtype=bool)
+    for j, b in tables:
+        codes, counts = _grouped(b, b.columns.index(root), marginals.values[root])
+        total = np.bincount(codes, weights=counts, minlength=n_vals).astype(np.int64)
+        hidden = n_u - total  # in a cell (u, REDACTED), or behind a redacted value of the root
+        cost = np.bincount(codes, weights=np.minimum(counts, thr), minlength=n_vals).astype(np.int64)
+        cost += np.minimum(hidden, thr * np.minimum(hidden, supports[j]))
+        floor = np.maximum(floor, cost)
+        known_any |= total > 0
+        starts = np.searchsorted(codes, np.arange(n_vals + 1))
+        grouped.append((j, codes, counts, starts, hidden))
+    settled = (n_u <= thr) | ~known_any | (floor >= n_u)
+    share = float(n_u[settled].sum()) / n  # a group on J inside u holds at most thr, or all of u's users
+    todo = np.flatnonzero(~settled)
+    todo = todo[np.argsort(-floor[todo], kind="stable")]  # the costliest first: an early exit comes sooner
+    rest = float(floor[todo].sum()) / n  # what the values still to do cost at least
+    if share + rest > cap * (1 + 1e-12):
+        return math.inf
+    for u in todo:
+        rest -= float(floor[u]) / n
+        options = []
+        for j, _, counts, starts, hidden in grouped:
+            cells = counts[starts[u] : starts[u + 1]]
+            h = int(hidden[u])
+            s_opt, l_opt = cell_options(cells, h, min(h, supports[j]), n)
+            options.append(_Options(s_opt, l_opt))
+        value, _ = _upper_min(options, n, thr, cap=float(n_u[u]) / n)
+        share += min(float(n_u[u]) / n, value)
+        if share + rest > cap * (1 + 1e-12):
+            return math.inf
+    return min(1.0, share * _ROUND_UP)
+
+
+def has_blocks(marginals: Marginals) -> bool:
+    """Whether any known block lies inside the marginals' columns (after :meth:`Marginals.select`)."""
+    return bool(marginals.blocks)
+
+
+def _with_blocks(
+    marginals: Marginals, thr: NDArray[np.int64], single: NDArray[np.float64], cap: float | None
+) -> NDArray[np.float64]:
+    """The single-column bound ``single`` improved, threshold by threshold, by the block bound."""
+    out = np.array(single, dtype=np.float64, copy=True).reshape(-1)
+    flat = thr.reshape(-1)
+    for i, t in enumerate(flat):
+        if cap is not None and out[i] <= cap:
+            continue  # the planner only asks "within the budget?": the singles already say yes
+        limit = float(out[i]) if cap is None else min(float(out[i]), cap)
+        out[i] = min(out[i], _block_bound(marginals, int(t), limit, planning=cap is not None))
+    return out.reshape(thr.shape)
 
 
 def _bound(
@@ -215,6 +384,9 @@ def _bound(
         return (n <= thr).astype(np.float64)
     if method == "lower":
         return _lower(marginals, thr)
+    if method == "best" and marginals.blocks:
+        single = _bound(marginals.singles(), thr, method, cap, cache)
+        return _with_blocks(marginals, thr, single, cap)
     if method == "support":
         log_m = sum(math.log(marginals.counts[c].size) for c in marginals.columns)
         return np.minimum(1.0, thr / n * math.exp(min(log_m, 700.0)) * _ROUND_UP)
@@ -248,7 +420,7 @@ def joint_exposure_bound(
     method: BoundMethod = "best",
     columns: Sequence[str] | None = None,
 ) -> Any:
-    """Bound the joint exposure Q_J from the single-column value counts only.
+    """Bound the joint exposure Q_J from the value counts: single columns, and known blocks if any.
 
     With tau = floor(t n) / n (or (k - 1) / n) and S_j(r) the share of users holding the r rarest
     values of column j:
@@ -257,7 +429,17 @@ def joint_exposure_bound(
     * ``"support"``: Q_J(t) <= min(1, tau prod_j m_j) (Theorem 2 with nothing sacrificed);
     * ``"theorem2"``: Q_J(t) <= min_r sum_j S_j(r_j) + tau prod_j (m_j - r_j);
     * ``"theorem3"``: Q_J(t) <= min_r sum_j S_j(r_j) + tau prod_j 1 / p_{j,(r_j+1)};
-    * ``"best"`` (default): the minimum of the upper bounds.
+    * ``"best"`` (default): the minimum of the upper bounds; when ``marginals`` carries blocks
+      (pair or triple tables, :attr:`Marginals.blocks`), also the minimum over the partitions of J
+      into known blocks of Theorem 2 with each block as one feature, a known block equal to J
+      (its own exposure), and, up to 12 columns, Theorem 2 inside each value of a column whose
+      pair with every other column is known (docs/risk.md, "Bounds from blocks"). Never above the
+      single-column best bound. A redacted cell (a key with :data:`REDACTED`) counts as
+      sacrificed whole, or as kept with at most min(users, prod of its redacted columns'
+      supports) true cells, never as one cell.
+
+    With blocks, ``"lower"`` is the max over single columns and known blocks inside J of their
+    exposure (redacted users left out); the other methods ignore the blocks.
 
     Parameters
     ----------
@@ -281,6 +463,9 @@ def joint_exposure_bound(
     polished by coordinate descent: still a valid upper bound, possibly not the smallest. Upper bounds
     are rounded up by a relative 1e-12 (float sums of logs). Cost O(p F m) for p columns.
 
+    With blocks, the minimum over partitions is exact up to 16 columns (a dynamic programme over
+    the subsets of J, numba-compiled once) and a greedy cover beyond (still a valid bound).
+
     References
     ----------
     .. [1] Bravo-Hermsdorff, G. et al. (2022). Statistical anonymity: quantifying reidentification
@@ -301,3 +486,54 @@ def joint_exposure_bound(
     thr = threshold(marg.n, k=k, t=t)
     out = _bound(marg, np.asarray(thr), method)
     return as_scalar_or_array(out, np.ndim(thr) == 0)
+
+
+@dataclass(frozen=True)
+class PairBoundCurve:
+    """The bounds on the share of users in groups smaller than k, against k, with and without blocks."""
+
+    k: NDArray[np.int64]
+    """Group sizes."""
+    single: NDArray[np.float64]
+    """Best bound from the single-column counts only (``method="best"`` without blocks)."""
+    blocks: NDArray[np.float64]
+    """Best bound using the known blocks too (the pair bound); never above ``single``."""
+    lower: NDArray[np.float64]
+    """max over single columns and known blocks of their exposure: a lower bound, never a guarantee."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: lists of equal length."""
+        return {
+            "k": self.k.tolist(),
+            "single": self.single.tolist(),
+            "blocks": self.blocks.tolist(),
+            "lower": self.lower.tolist(),
+        }
+
+
+def pair_bound_curve(
+    marginals: Marginals, k: ArrayLike | None = None, *, columns: Sequence[str] | None = None
+) -> PairBoundCurve:
+    """The single-column bound and the block (pair) bound over k, for the exposure plot.
+
+    Parameters
+    ----------
+    marginals : the counts, with blocks (e.g. ``Marginals.from_data(df, cols, blocks=pairs)``).
+    k : group sizes (default 2..50).
+    columns : a subset of the columns (default: all); blocks inside it are used.
+
+    Examples
+    --------
+    >>> m = Marginals.from_counts({"a": {0: 51, 1: 50}, "b": {0: 51, 1: 50}},
+    ...                           blocks={("a", "b"): {(0, 1): 50, (0, 0): 1, (1, 0): 50}})
+    >>> c = pair_bound_curve(m, k=[2, 3])
+    >>> c.single.round(4).tolist(), c.blocks.round(4).tolist()
+    ([0.0396, 0.0792], [0.0099, 0.0099])
+    """
+    ks = np.arange(2, 51) if k is None else np.atleast_1d(np.asarray(k))
+    marg = marginals if columns is None else marginals.select(list(columns))
+    thr = np.asarray(threshold(marg.n, k=ks))
+    single = np.asarray(_bound(marg.singles(), thr, "best"), dtype=np.float64)
+    blocks = np.asarray(_bound(marg, thr, "best"), dtype=np.float64) if marg.blocks else single.copy()
+    lower = np.asarray(_lower(marg, thr), dtype=np.float64)
+    return PairBoundCurve(k=ks.astype(np.int64), single=single, blocks=blocks, lower=lower)

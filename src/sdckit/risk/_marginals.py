@@ -1,10 +1,10 @@
-"""Single-column value counts: what a curator behind a shuffler sees."""
+"""Value counts: single columns (what a curator behind a shuffler sees) and known blocks of columns."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import narwhals as nw
@@ -13,6 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from sdckit._io import DataSource, MissingPolicy, read_data
 from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
+from sdckit.risk._blocks import REDACTED, BlockCounts, block_key, is_redacted, make_block
 from sdckit.risk._checks import (
     as_scalar_or_array,
     check_groupable,
@@ -50,15 +51,29 @@ class Marginals:
     """Per column, the positive counts of its observed values, ascending (int64)."""
     values: Mapping[str, tuple[Any, ...]]
     """Per column, the values aligned with ``counts`` (null kept as None)."""
+    blocks: Mapping[tuple[str, ...], BlockCounts] = field(default_factory=dict)
+    """Known joint counts of blocks of columns (e.g. pair tables), keyed by their column tuple;
+    empty for single-column marginals. :func:`joint_exposure_bound` (``method="best"``) also
+    minimises over the partitions of J into these blocks."""
 
     @classmethod
     def from_counts(
-        cls, counts: Mapping[str, Mapping[Any, int] | Sequence[int]], *, n: int | None = None
+        cls,
+        counts: Mapping[str, Mapping[Any, int] | Sequence[int]],
+        *,
+        n: int | None = None,
+        blocks: Mapping[tuple[str, ...], Mapping[Any, int]] | None = None,
     ) -> Marginals:
         """Marginals from ``{column: {value: count}}`` (or ``{column: [counts]}`` without labels).
 
         Every column's counts must sum to the same number of users (each user sends one message per
         column); zero counts are dropped (an unobserved value is not in the support).
+
+        ``blocks`` adds joint tables, ``{("age", "sex"): {(17, "Male"): 220, ...}, ...}``: keys are
+        tuples of values in the block's column order; a value withheld because it is rare is
+        :data:`sdckit.risk.REDACTED` (such a cell aggregates unknown true cells; see
+        :func:`joint_exposure_bound`). A block's cells must count the same n users, and its known
+        cells must agree with the single-column counts.
 
         Raises
         ------
@@ -116,7 +131,18 @@ class Marginals:
                 f"column {bad!r} counts {totals[bad]:,} users but column {first!r} counts {totals[first]:,}; "
                 "every column must count every user once (give the missing users a value such as 'unknown')."
             )
-        return cls(n=distinct.pop(), columns=tuple(cols), counts=cols, values=vals)
+        n_users = distinct.pop()
+        known: dict[tuple[str, ...], BlockCounts] = {}
+        if blocks:
+            singles = {c: dict(zip(vals[c], cols[c].tolist(), strict=True)) for c in cols}
+            for bcols, table in blocks.items():
+                if isinstance(bcols, str):
+                    raise InputError(
+                        f"block {bcols!r}: name a block by a tuple of columns, e.g. ('age', 'sex')."
+                    )
+                b = make_block(bcols, table, n=n_users, singles=singles)
+                known[b.columns] = b
+        return cls(n=n_users, columns=tuple(cols), counts=cols, values=vals, blocks=known)
 
     @classmethod
     def from_data(
@@ -125,12 +151,20 @@ class Marginals:
         columns: Sequence[str] | str | None = None,
         *,
         missing: MissingPolicy = "value",
+        blocks: Sequence[Sequence[str]] | None = None,
+        redact: Mapping[str, Any] | None = None,
     ) -> Marginals:
         """Count the values of each column of a table (counted where it lives for lazy frames).
 
         Missing values are one more value by default (``missing="value"``); ``"drop"`` drops the
         rows with a missing value in any of ``columns`` first. Warns (:class:`SdcWarning`) for a
         column that looks like a survey weight or holds a different value in every row.
+
+        ``blocks`` also counts the joint table of each given tuple of columns, e.g.
+        ``blocks=[("age", "sex"), ("race", "native-country")]`` (each within ``columns``).
+        ``redact`` (``{column: values}``) withholds those values in the block tables: they become
+        :data:`sdckit.risk.REDACTED`, as in the protocol's pair round, where rare values are redacted;
+        the single-column counts stay complete.
         """
         d = read_data(data, columns, missing=missing)
         check_groupable(d.frame, d.columns)
@@ -145,7 +179,36 @@ class Marginals:
             out[c] = dict(zip(keys, ns.tolist(), strict=True))
         if not out or sum(next(iter(out.values())).values()) == 0:
             raise EmptyTableError("the table has no rows; there is nothing to measure.")
+        tables: dict[tuple[str, ...], dict[Any, int]] = {}
+        hidden = {str(c): set(v) for c, v in (redact or {}).items()}
+        for c in hidden:
+            if c not in d.columns:
+                raise ColumnNotFoundError(c, tuple(d.columns))
+        for bcols in blocks or ():
+            key = block_key([bcols] if isinstance(bcols, str) else bcols)
+            for c in key:
+                if c not in d.columns:
+                    raise ColumnNotFoundError(c, tuple(d.columns))
+            counted = d.frame.group_by(list(key)).agg(nw.len().alias("__n"))
+            if isinstance(counted, nw.LazyFrame):
+                counted = counted.collect()
+            lists = [counted[c].to_list() for c in key]
+            cell_ns: list[int] = counted["__n"].to_list()
+            if not any(hidden.get(c) for c in key):  # nothing redacted: the cells as counted
+                tables[key] = dict(zip(zip(*lists, strict=True), cell_ns, strict=True))
+                continue
+            table: dict[Any, int] = {}
+            for cell, x in zip(zip(*lists, strict=True), cell_ns, strict=True):
+                cell = tuple(
+                    REDACTED if v in hidden.get(c, ()) else v for c, v in zip(key, cell, strict=True)
+                )
+                table[cell] = table.get(cell, 0) + int(x)
+            tables[key] = table
         m = cls.from_counts(out)
+        if tables:  # counted here from one table: consistent by construction, not re-validated
+            singles = {c: dict(zip(m.values[c], m.counts[c].tolist(), strict=True)) for c in m.columns}
+            built = {k: make_block(k, t, n=m.n, singles=singles, check=False) for k, t in tables.items()}
+            m = replace(m, blocks=built)
         for c in m.columns:
             if m.counts[c].size == m.n and m.n > 2:
                 warn_identifier(c, m.n, m.n)
@@ -162,12 +225,48 @@ class Marginals:
             if c not in self.counts:
                 raise ColumnNotFoundError(str(c), self.columns)
         cols = tuple(str(c) for c in columns)
+        inside = set(cols)
         return Marginals(
             n=self.n,
             columns=cols,
             counts={c: self.counts[c] for c in cols},
             values={c: self.values[c] for c in cols},
+            blocks={k: b for k, b in self.blocks.items() if inside.issuperset(k)},
         )
+
+    def recode(self, maps: Mapping[str, Mapping[Any, Any]]) -> Marginals:
+        """The counts after recoding values (``{column: {old: new}}``, unmapped values kept), blocks included.
+
+        Merging values only coarsens every group, so bounds stay valid for the recoded release; a
+        redacted cell stays redacted (its true values are still unknown). Planners that generalise
+        values should recode through here so that the pair tables follow.
+        """
+        for c in maps:
+            if c not in self.counts:
+                raise ColumnNotFoundError(str(c), self.columns)
+        singles: dict[str, dict[Any, int]] = {}
+        for c in self.columns:
+            mp = maps.get(c, {})
+            out: dict[Any, int] = {}
+            for v, x in zip(self.values[c], self.counts[c].tolist(), strict=True):
+                key = mp.get(v, v)
+                out[key] = out.get(key, 0) + x
+            singles[c] = out
+        tables: dict[tuple[str, ...], dict[Any, int]] = {}
+        for key, b in self.blocks.items():
+            mps = [maps.get(c, {}) for c in b.columns]
+            table: dict[Any, int] = {}
+            cells = b.values + b.redacted_values
+            for cell, x in zip(cells, [*b.counts.tolist(), *b.redacted_counts.tolist()], strict=True):
+                new = tuple(v if is_redacted(v) else mp.get(v, v) for v, mp in zip(cell, mps, strict=True))
+                table[new] = table.get(new, 0) + x
+            tables[key] = table
+        out_m = Marginals.from_counts(singles, blocks=tables)
+        return out_m.select(self.columns)
+
+    def singles(self) -> Marginals:
+        """The same marginals without any block (what round 1 of the protocol gives)."""
+        return Marginals(n=self.n, columns=self.columns, counts=self.counts, values=self.values)
 
     def exposure(self, column: str, *, k: ArrayLike | None = None, t: ArrayLike | None = None) -> Any:
         """Q_j: the share of users whose value of ``column`` is held by <= floor(t n) (or < k) users."""
@@ -181,8 +280,14 @@ class Marginals:
         return as_scalar_or_array(np.asarray(out, dtype=np.float64), np.ndim(thr) == 0)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"n": ..., "counts": {column: {value: count}}}`` (values as text)."""
-        return {
+        """JSON form: ``{"n": ..., "counts": {column: {value: count}}}`` (values as text); with blocks
+        also ``"blocks": [{"columns": [...], "cells": [[[v1, v2], count], ...]}]`` (values as text, a
+        redacted value as ``"REDACTED"``)."""
+
+        def text(v: Any) -> str:
+            return "REDACTED" if is_redacted(v) else ("null" if v is None else str(v))
+
+        out: dict[str, Any] = {
             "n": self.n,
             "counts": {
                 c: {
@@ -192,7 +297,22 @@ class Marginals:
                 for c in self.columns
             },
         }
+        if self.blocks:
+            out["blocks"] = [
+                {
+                    "columns": list(b.columns),
+                    "cells": [
+                        [[text(v) for v in cell], int(x)]
+                        for cell, x in zip(
+                            b.values + b.redacted_values, [*b.counts, *b.redacted_counts], strict=True
+                        )
+                    ],
+                }
+                for b in self.blocks.values()
+            ]
+        return out
 
     def __repr__(self) -> str:
         sup = ", ".join(f"{c}: {m}" for c, m in self.supports.items())
-        return f"Marginals(n={self.n}, supports={{{sup}}})"
+        extra = f", blocks={len(self.blocks)}" if self.blocks else ""
+        return f"Marginals(n={self.n}, supports={{{sup}}}{extra})"
