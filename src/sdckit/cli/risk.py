@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 from rich.table import Table
 
-from sdckit._io import MissingPolicy, writing
+from sdckit._io import writing
 from sdckit.cli._common import (
     JSON_HELP,
     check_plot_path,
@@ -24,8 +24,11 @@ from sdckit.cli._common import (
     PLOT_SUFFIXES as PLOT_SUFFIXES,  # kept importable from here
 )
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
-from sdckit.risk._checks import BoundMethod
-from sdckit.risk._planner import Setting
+
+if TYPE_CHECKING:  # not imported at run time: `sdckit risk --help` stays fast
+    from sdckit._io import MissingPolicy
+    from sdckit.risk._checks import BoundMethod
+    from sdckit.risk._planner import Setting
 
 
 def register(app: typer.Typer) -> None:
@@ -106,7 +109,7 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
-    summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast(MissingPolicy, missing))
+    summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 
@@ -121,7 +124,7 @@ def risk(
             cols or [],
             k=summary.max_exposed_size + 1,
             budget=budget,
-            missing=cast(MissingPolicy, missing),
+            missing=cast("MissingPolicy", missing),
         )
         _write_report(
             report, section, {"data": data.name}, {"k": summary.max_exposed_size + 1, "budget": budget}
@@ -271,16 +274,16 @@ def plan(
         source = from_marginals.name
     else:
         assert data is not None
-        marg = Marginals.from_data(str(data), cols, missing=cast(MissingPolicy, missing))
+        marg = Marginals.from_data(str(data), cols, missing=cast("MissingPolicy", missing))
         source = data.name
     result = plan_release(
         marg,
         k=k,
         budget=budget,
         weights=_parse_weights(weights),
-        method=cast(BoundMethod, method),
+        method=cast("BoundMethod", method),
         columns=cols,
-        setting=cast(Setting, setting),
+        setting=cast("Setting", setting),
         n_release=n_release,
         delta=0.05 if delta is None else delta,
     )
