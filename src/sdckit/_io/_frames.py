@@ -118,6 +118,8 @@ def read_path(path: str | os.PathLike[str], options: ReadOptions | None = None) 
             df = pl.read_parquet(p)
         else:
             df = pl.read_ndjson(p)
+    except UnreadableInputError:
+        raise
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if fmt in ("csv", "tsv") and "fields" in first:
