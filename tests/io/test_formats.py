@@ -36,7 +36,8 @@ def test_r_write_csv_reads_na_as_missing(tmp_path: Path) -> None:
     path = tmp_path / "r.csv"
     path.write_bytes(R_WRITE_CSV)
     df = read_path(path)
-    assert df.schema["age"] == pl.Int64 and df.schema["income"] == pl.Float64  # before: text
+    assert df.schema["age"] == pl.Int64
+    assert df.schema["income"] == pl.Float64
     assert df.to_dict(as_series=False) == EXPECTED
     # NA is a value again when the user says so (a country code, say)
     kept = read_path(path, ReadOptions(na_values=("",)))
@@ -50,7 +51,7 @@ def test_semicolon_decimal_comma_latin1(tmp_path: Path) -> None:
     assert d.frame.to_native().to_dict(as_series=False) == EXPECTED
     explicit = read_data(path, separator=";", encoding="cp1252", decimal=",")
     assert explicit.frame.to_native().to_dict(as_series=False) == EXPECTED
-    with pytest.raises(UnreadableInputError, match="not UTF-8 text.*--encoding latin-1"):
+    with pytest.raises(UnreadableInputError, match=r"not UTF-8 text.*--encoding latin-1"):
         read_data(path, decimal=",")  # before: "line 2 has 2 fields but the header has 1"
     with pytest.raises(ParameterError, match="separator=';'"):
         ReadOptions(separator=",", decimal=",")
@@ -85,7 +86,8 @@ def test_spss_and_stata_value_labels_become_categories(tmp_path: Path, survey: p
     df = read_path(path)
     assert df.schema["sex"] == pl.Categorical
     assert df["sex"].cast(pl.String).to_list() == ["female", "male", "female", None]  # the labels shown
-    assert df["age"].to_list()[:3] == [30.0, 41.0, 52.0] and df["age"][3] is None
+    assert df["age"].to_list()[:3] == [30.0, 41.0, 52.0]
+    assert df["age"][3] is None
     assert read_data(path, ["sex"], missing="drop").n_dropped == 1
 
 
@@ -103,7 +105,8 @@ def test_r_files(tmp_path: Path) -> None:
     rds = tmp_path / "survey.rds"
     pyreadr.write_rds(str(rds), frame)
     df = read_path(rds)
-    assert df.schema["sex"] == pl.Categorical and df["sex"].cast(pl.String).to_list() == ["F", "M", "F"]
+    assert df.schema["sex"] == pl.Categorical
+    assert df["sex"].cast(pl.String).to_list() == ["F", "M", "F"]
     rdata = tmp_path / "survey.RData"
     pyreadr.write_rdata(str(rdata), frame, df_name="survey")
     assert read_path(rdata)["age"].to_list() == [30, 41, 52]

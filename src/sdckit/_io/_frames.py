@@ -15,7 +15,15 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from sdckit._io._formats import READERS, ReadOptions, apply_na_values, read_excel, read_r, read_stat, sniff_separator
+from sdckit._io._formats import (
+    READERS,
+    ReadOptions,
+    apply_na_values,
+    read_excel,
+    read_r,
+    read_stat,
+    sniff_separator,
+)
 from sdckit.errors import (
     ColumnNotFoundError,
     EmptyTableError,

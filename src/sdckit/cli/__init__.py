@@ -14,12 +14,13 @@ for an option).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Any
 
 import typer
 from typer._click import core as click  # typer vendors click (0.26+): its classes, not click's
 from typer._click import exceptions as click_exceptions
-from typer.core import TyperCommand, TyperGroup, TyperOption
+from typer.core import Abort, TyperCommand, TyperGroup, TyperOption
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module that registers it, one-line help of `sdckit --help`)
@@ -84,7 +85,15 @@ class _LazyGroup(TyperGroup):
             loaded[cmd_name] = load_command(cmd_name)
         return loaded[cmd_name]
 
-    def main(self, args: Any = None, *pargs: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **kwargs: Any,
+    ) -> Any:
         """As click's, except that a parsing error of a ``--json`` command line is printed as
         ``{"error": {...}}`` on stdout (same exit code, 2)."""
         import sys
@@ -93,13 +102,15 @@ class _LazyGroup(TyperGroup):
 
         argv = list(sys.argv[1:] if args is None else args)
         if not standalone_mode or not json_requested(argv):
-            return super().main(argv, *pargs, standalone_mode=standalone_mode, **kwargs)
+            return super().main(argv, prog_name, complete_var, standalone_mode=standalone_mode,
+                                windows_expand_args=windows_expand_args, **kwargs)
         try:
-            rv = super().main(argv, *pargs, standalone_mode=False, **kwargs)
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False,
+                              windows_expand_args=windows_expand_args, **kwargs)
         except click_exceptions.ClickException as err:
             usage_error_as_json(err)
             sys.exit(err.exit_code)
-        except click_exceptions.Abort:
+        except Abort:
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import typer
-from typer._click import exceptions as click  # typer vendors click (0.26+)
 from rich.console import Console
+from typer._click import exceptions as click  # typer vendors click (0.26+)
 
 from sdckit.errors import SdcError, SdcWarning
 
@@ -26,19 +26,36 @@ stderr = Console(stderr=True)
 
 JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
 
+DATA_HELP = (
+    "A data file: CSV, TSV, Parquet, JSON lines (.gz allowed); .xlsx/.ods, SPSS .sav, Stata .dta, "
+    "SAS .sas7bdat/.xpt, R .rds/.RData with sdckit[formats]."
+)
+
 PLOT_SUFFIXES = (".svg", ".png", ".pdf")
+
+
+def _cli_words(message: str) -> str:
+    """A library message in the words of the command line: ``decimal=','`` -> ``--decimal ','``,
+    ``missing='drop'`` -> ``--missing drop``."""
+    message = re.sub(r"\bPass missing=(['\"])(\w+)\1", r"Pass --missing \2", message)
+    return re.sub(r"\b(separator|encoding|decimal)=", lambda m: f"--{m.group(1)} ", message)
 
 
 def split_fix(message: str) -> tuple[str, str | None]:
     """``("what is wrong.", "what to do.")`` from an error text: its first sentence is the problem,
     the sentences after it the fix (None when there is only one)."""
-    parts = re.split(r"(?<=[.;:!?])\s+(?=[A-Z`'\"(])", message.strip(), maxsplit=1)
-    return (parts[0], parts[1]) if len(parts) == 2 else (message.strip(), None)
+    text = message.strip()
+    parts = re.split(r"(?<=[.;:!?])\s+(?=[A-Z`'\"(])", text, maxsplit=1)
+    if len(parts) < 2:
+        parts = re.split(r";\s+|,\s+(?=e\.g\.)", text, maxsplit=1)
+    return (parts[0], parts[1]) if len(parts) == 2 else (text, None)
 
 
 def error_payload(kind: str, message: str) -> dict[str, Any]:
     """The ``--json`` form of an error: ``{"error": {"type", "message", "fix"}}``."""
     _, fix = split_fix(message)
+    if fix is None and kind == "UsageError":
+        fix = "Run the command with --help to see the options it takes."
     return {"error": {"type": kind, "message": message, "fix": fix}}
 
 
@@ -76,10 +93,11 @@ def user_errors(*, as_json: bool = False) -> Iterator[None]:
         try:
             yield
         except SdcError as err:
+            text = _cli_words(str(err))
             if as_json:
-                print_json(error_payload(type(err).__name__, str(err)))
+                print_json(error_payload(type(err).__name__, text))
             else:
-                stderr.print(f"[bold red]Error:[/] {err}", highlight=False, soft_wrap=True)
+                stderr.print(f"[bold red]Error:[/] {text}", highlight=False, soft_wrap=True)
             raise typer.Exit(code=1) from None
         except click.UsageError as err:  # raised by the command body: still exit 2
             if not as_json:
@@ -91,7 +109,7 @@ def user_errors(*, as_json: bool = False) -> Iterator[None]:
 def _usage_text(err: click.UsageError) -> str:
     hint = err.param_hint if isinstance(err, click.BadParameter) else None
     if isinstance(err, click.BadParameter) and hint is None and err.param is not None:
-        hint = err.param.get_error_hint(err.ctx) if err.ctx is not None else err.param.name
+        hint = err.param.get_error_hint()
     return f"invalid value for {hint}: {err.message}" if hint else err.message
 
 
@@ -176,3 +194,119 @@ def progress(description: str, *, total: float | None = None, quiet: bool = Fals
             bar.update(task, advance=n, description=description or bar.tasks[0].description)
 
         yield advance
+
+
+# --- reading data files: the same four options on every command that reads one -------------------
+
+_READ_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+    ("separator", str | None, typer.Option(
+        None, "--separator", help="Field separator of a text file, e.g. ';' or '\\t' (default: sniffed).",
+        rich_help_panel="Reading the file")),
+    ("encoding", str, typer.Option(
+        "utf-8", "--encoding", help="Text encoding, e.g. latin-1 or cp1252.", rich_help_panel="Reading the file")),
+    ("decimal", str, typer.Option(
+        ".", "--decimal", help="Decimal mark of a text file: '.' or ','.", rich_help_panel="Reading the file")),
+    ("na_values", str, typer.Option(
+        ",NA,NaN", "--na-values", help="Comma-separated strings read as missing (default: empty, NA, NaN).",
+        rich_help_panel="Reading the file")),
+)
+
+
+def reads_data(func: Callable[..., R]) -> Callable[..., R]:
+    """Give a command ``--separator``, ``--encoding``, ``--decimal`` and ``--na-values``; the
+    command receives them as one ``read`` keyword (a :class:`~sdckit._io.ReadOptions`).
+
+    Put it under :func:`handles_errors` (a bad value is then one red line, exit 1)."""
+    import inspect
+
+    sig = inspect.signature(func)
+    kept = [p for p in sig.parameters.values() if p.name != "read"]
+    extra = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+        for name, annotation, option in _READ_PARAMS
+    ]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> R:
+        from sdckit._io import ReadOptions
+        from sdckit.errors import ParameterError
+
+        na = kwargs.pop("na_values")
+        try:
+            read = ReadOptions(
+                separator=_separator(kwargs.pop("separator")),
+                encoding=kwargs.pop("encoding"),
+                decimal=kwargs.pop("decimal"),
+                na_values=tuple(v.strip() for v in na.split(",")) if na else ("",),
+            )
+        except ParameterError as err:  # a usage error: name the option, not the Python parameter
+            raise typer.BadParameter(_cli_words(str(err))) from None
+        return func(*args, read=read, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=kept + extra)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {
+        **{k: v for k, v in func.__annotations__.items() if k != "read"},
+        **{name: annotation for name, annotation, _ in _READ_PARAMS},
+    }
+    return wrapper
+
+
+def _separator(value: str | None) -> str | None:
+    """``\\t`` and ``tab`` as typed on a command line mean the tab character."""
+    if value is None:
+        return None
+    return "\t" if value in ("\\t", "tab", "TAB") else value
+
+
+def data_source(path: Path, read: Any) -> Any:
+    """What a library function should read: the path itself when the reading options are the
+    defaults (its name then shows in the output), else the file read with them (a polars frame)."""
+    from sdckit._io import ReadOptions, read_path
+
+    return str(path) if read == ReadOptions() else read_path(path, read)
+
+
+def read_table(path: Path, read: Any, *, drop_missing_in: Sequence[str] | None = None) -> tuple[Any, int]:
+    """The file as a polars frame and the number of rows dropped: with ``drop_missing_in`` (a list,
+    empty for all columns) the rows with a null or NaN there are left out and counted."""
+    import polars as pl
+
+    from sdckit._io import read_path
+
+    frame = read_path(path, read)
+    if drop_missing_in is None:
+        return frame, 0
+    cols = list(drop_missing_in) or frame.columns
+    import narwhals as nw
+
+    from sdckit._io import check_columns
+
+    check_columns(nw.from_native(frame, eager_only=True), cols)
+    bad = pl.any_horizontal(
+        [pl.col(c).is_null() | (pl.col(c).is_nan() if frame.schema[c].is_float() else pl.lit(False)) for c in cols]
+    )
+    kept = frame.filter(~bad)
+    return kept, frame.height - kept.height
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise one clear error when ``host:port`` cannot be bound (in use, or not this machine's)."""
+    import errno
+    import socket
+
+    from sdckit.errors import ParameterError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            sock.bind((host, port))
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise ParameterError(
+                    f"port {port} on {host} is already in use (another service, or this one still running). "
+                    "Stop that process, or set another port in the config file."
+                ) from None
+            raise ParameterError(
+                f"cannot listen on {host}:{port}: {err.strerror or err}. Check host and port in the config file."
+            ) from None

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from sdckit._io import write_table
 from sdckit.cli._common import (
     JSON_HELP,
-    READ_OPTIONS,
-    ReadOptions,
     handles_errors,
     parse_columns,
     print_json,
     progress,
     read_table,
+    reads_data,
     stdout,
 )
+
+if TYPE_CHECKING:
+    from sdckit._io import ReadOptions
 
 _METHODS = ("mdav", "mdav_blocked", "vmdav", "rank", "pca", "single")
 _POSITIVITY = ("same", "subset", "global")
@@ -31,6 +33,7 @@ def register(app: typer.Typer) -> None:
 
 
 @handles_errors
+@reads_data
 def microaggregate(
     data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
     columns: str | None = typer.Option(
@@ -57,7 +60,7 @@ def microaggregate(
     missing: str = typer.Option(
         "error", "--missing", help="Rows with a missing value in the columns: 'error' (default) or 'drop'."
     ),
-    read: ReadOptions = READ_OPTIONS,
+    read: ReadOptions = None,  # type: ignore[assignment]  # filled by @reads_data
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Microaggregate numeric columns (groups of >= k records) and print the utility table."""
@@ -92,6 +95,8 @@ def microaggregate(
             else None
         )
     if out is not None:
+        from sdckit._io import write_table
+
         write_table(release, out)
     payload = {
         "source": data.name,

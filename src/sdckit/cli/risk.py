@@ -14,9 +14,11 @@ from sdckit._io import writing
 from sdckit.cli._common import (
     JSON_HELP,
     check_plot_path,
+    data_source,
     handles_errors,
     parse_columns,
     print_json,
+    reads_data,
     stderr,
     stdout,
 )
@@ -77,12 +79,13 @@ def _write_report(path: Path, section: Any, inputs: dict[str, Any], parameters: 
 
 
 @handles_errors
+@reads_data
 def risk(
     data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str = typer.Option(
         ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
     ),
-    k: int | None = typer.Option(None, "--k", "-k", help="Group size (default 5 unless --t is given)."),
+    k: int | None = typer.Option(None, "--k", "-k", min=2, help="Group size, >= 2 (default 5 unless --t is given)."),
     t: float | None = typer.Option(
         None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
     ),
@@ -97,6 +100,7 @@ def risk(
     budget: float | None = typer.Option(
         None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
     ),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
     from sdckit.risk import risk_summary
@@ -109,7 +113,8 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
-    summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
+    source = data_source(data, read)
+    summary = risk_summary(source, cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 
@@ -120,7 +125,7 @@ def risk(
         from sdckit.report._risk import risk_section
 
         section = risk_section(
-            str(data),
+            source,
             cols or [],
             k=summary.max_exposed_size + 1,
             budget=budget,
@@ -211,12 +216,13 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
 
 
 @handles_errors
+@reads_data
 def plan(
     data: Path | None = typer.Argument(
         None, help="A CSV, TSV, Parquet or JSON-lines file, .gz allowed (or use --from-marginals)."
     ),
     columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
-    k: int = typer.Option(5, "--k", "-k", help="Group size every user should reach."),
+    k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
     ),
@@ -251,6 +257,7 @@ def plan(
         "--delta",
         help="Statistical setting: probability (0..1) that the plan's bound fails (default 0.05).",
     ),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Choose the columns to release so at most --budget of users are in groups smaller than k."""
     from sdckit.risk import Marginals, plan_release
@@ -274,7 +281,7 @@ def plan(
         source = from_marginals.name
     else:
         assert data is not None
-        marg = Marginals.from_data(str(data), cols, missing=cast("MissingPolicy", missing))
+        marg = Marginals.from_data(data_source(data, read), cols, missing=cast("MissingPolicy", missing))
         source = data.name
     result = plan_release(
         marg,

@@ -297,7 +297,7 @@ def propensity_fit(
     pen[0] = 0.0
     eta = design @ beta
     n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007 (the count is reported)
+    for n_iter in range(1, max_iter + 1):
         prob = expit(eta)
         grad = design.T @ (y - prob) - pen * beta
         if np.abs(grad).max() < 1e-10 * big_n:  # at the optimum (e.g. identical tables)
