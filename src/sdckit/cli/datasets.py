@@ -48,16 +48,20 @@ def export(
     """Write a bundled data set to a file, e.g. ``sdckit datasets export adult adult.csv``."""
     from sdckit._io import check_output_path, write_table
     from sdckit.datasets import load_adult
-    from sdckit.errors import OutputError
 
     if name not in _DATASETS:
         raise typer.BadParameter(f"{name!r}; use one of {', '.join(_DATASETS)}", param_hint="NAME")
     check_output_path(out)
-    if out.exists() and not force:
-        raise OutputError(f"{str(out)!r} exists already; add --force to replace it.")
+    if out.exists() and not force:  # an export of bundled data is the same each time: keep the file
+        if as_json:
+            print_json({"dataset": name, "out": str(out), "written": False})
+        else:
+            stdout.print(f"{out} exists already: kept (add --force to write it again)")
+        return
     frame = load_adult(_DATASETS[name][0])  # type: ignore[arg-type]
     write_table(frame, out)
     if as_json:
-        print_json({"dataset": name, "out": str(out), "n_rows": frame.height, "columns": frame.columns})
+        print_json({"dataset": name, "out": str(out), "written": True, "n_rows": frame.height,
+                    "columns": frame.columns})
         return
     stdout.print(f"{name}: {frame.height:,} rows, {frame.width} columns written to {out}")
