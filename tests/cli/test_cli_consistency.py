@@ -160,3 +160,18 @@ def test_help_imports_no_heavy_library(argv: list[str]) -> None:
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True,
                        env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"})
     assert "HEAVY []" in r.stdout, r.stdout[-500:]
+
+
+@pytest.mark.slow
+def test_microaggregate_muargus_does_not_hang() -> None:
+    """4,000 x 34: before, more than 150 s in the cubic propensity model (7,769 terms)."""
+    data = Path(__file__).resolve().parents[1] / "data" / "muargus_free1.csv.gz"
+    r = runner.invoke(app, ["microaggregate", str(data), "--k", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    utility = json.loads(r.stdout)["utility"]
+    assert utility["propensity_terms_total"] == 7769
+    assert 34 * 3 < utility["propensity_terms"] < 7769  # every power, a sample of the interactions
+    assert 0 < utility["propensity"] <= 0.25
+    r = runner.invoke(app, ["microaggregate", str(data), "--k", "3"])
+    assert "polynomial terms" in r.stdout
+    assert "seeded sample" in r.stdout

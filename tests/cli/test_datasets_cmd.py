@@ -22,8 +22,10 @@ def test_export_adult_round_trips(tmp_path: Path) -> None:
     back = pl.read_csv(out)
     assert back.equals(load_adult())  # '?' stays a value, numbers stay integers
     r = runner.invoke(app, ["datasets", "export", "adult", str(out), "--json"])
-    assert r.exit_code == 0 and json.loads(r.stdout)["written"] is False  # kept, not rewritten
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["written"] is False
     r = runner.invoke(app, ["datasets", "export", "census", str(out)])
-    assert r.exit_code == 2 and "adult" in r.output
+    assert r.exit_code == 2
+    assert "adult" in r.output
     r = runner.invoke(app, ["datasets", "list", "--json"])
     assert set(json.loads(r.stdout)) == {"adult", "adult-test"}
