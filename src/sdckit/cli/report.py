@@ -42,6 +42,8 @@ def report(
 
     cfg = load_config(config) if config is not None else PipelineConfig()
     overrides: dict[str, object] = {}
+    if config is None:  # messages name where a setting came from: here the options, not "<dict>"
+        overrides["source"] = "the command line"
     if data is not None:
         overrides["input"] = str(data)
     if quasi_identifiers is not None:
