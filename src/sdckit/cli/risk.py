@@ -18,6 +18,7 @@ from sdckit.cli._common import (
     handles_errors,
     parse_columns,
     print_json,
+    progress,
     reads_data,
     stderr,
     stdout,
@@ -113,8 +114,9 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
-    source = data_source(data, read)
-    summary = risk_summary(source, cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
+    with progress("exposure, bounds from marginals, entropy", quiet=as_json):
+        source = data_source(data, read)
+        summary = risk_summary(source, cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 

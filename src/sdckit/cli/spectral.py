@@ -18,6 +18,7 @@ from sdckit.cli._common import (
     handles_errors,
     parse_columns,
     print_json,
+    progress,
     read_table,
     reads_data,
     stdout,
@@ -293,14 +294,15 @@ def noise(
     check_suffix(out, (".parquet", ".csv", ".csv.gz", ".tsv", ".jsonl"), "--out")
     check_output_path(out, inputs=[data])  # before the work; never over the input file
     cols = parse_columns(columns)
-    frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
-    try:
-        noisy = AdditiveNoise(t=t, distribution=distribution, columns=cols,  # type: ignore[arg-type]
-                              seed=seed).fit_transform(frame)
-    except MissingValuesError as err:  # the library's hint is for Python; this command has --missing
-        raise MissingValuesError(err.column, err.count, err.first_row,
-                                 fix="Add --missing drop to leave those rows out (counted), or impute them first.") from None
-    write_table(noisy, out)
+    with progress("adding noise", quiet=as_json):
+        frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
+        try:
+            noisy = AdditiveNoise(t=t, distribution=distribution, columns=cols,  # type: ignore[arg-type]
+                                  seed=seed).fit_transform(frame)
+        except MissingValuesError as err:  # the library's hint is for Python; this command has --missing
+            raise MissingValuesError(err.column, err.count, err.first_row,
+                                     fix="Add --missing drop to leave those rows out (counted), or impute them first.") from None
+        write_table(noisy, out)
     if as_json:
         print_json({"source": data.name, "out": str(out), "n_rows": len(noisy), "n_dropped": n_dropped,
                     "t": t, "distribution": distribution, "seeded": seed is not None})
