@@ -23,7 +23,7 @@ import pytest
 
 from sdckit import read_data
 from sdckit._io import ReadOptions, read_path
-from sdckit.errors import ParameterError, UnreadableInputError
+from sdckit.errors import ParameterError, SdcWarning, UnreadableInputError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -42,6 +42,15 @@ def test_r_write_csv_reads_na_as_missing(tmp_path: Path) -> None:
     # NA is a value again when the user says so (a country code, say)
     kept = read_path(path, ReadOptions(na_values=("",)))
     assert kept["town"].to_list() == ["Zürich", "NA", "NA"]
+
+
+def test_r_row_names_are_named_and_announced(tmp_path: Path) -> None:
+    path = tmp_path / "rn.csv"  # write.csv(df, f): the default keeps R's row names, header ""
+    path.write_bytes(b'"","age","sex"\n"1",30,"F"\n"2",NA,"M"\n"3",41,NA\n')
+    with pytest.warns(SdcWarning, match="R's row names"):
+        df = read_path(path)
+    assert df.columns == ["rownames", "age", "sex"]
+    assert df["age"].to_list() == [30, None, 41]
 
 
 def test_semicolon_decimal_comma_latin1(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -29,6 +30,7 @@ from sdckit.errors import (
     EmptyTableError,
     FileNotFoundInputError,
     ParameterError,
+    SdcWarning,
     UnreadableInputError,
 )
 
@@ -162,6 +164,25 @@ def read_path(path: str | os.PathLike[str], options: ReadOptions | None = None) 
             if blank:
                 df = df.with_row_index("__row__").filter(~pl.col("__row__").is_in(blank)).drop("__row__")
         df = _strip_padding(apply_na_values(df, opts.na_values), opts.decimal)
+        df = _r_row_names(df, p.name)
+    return df
+
+
+def _r_row_names(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    """R's ``write.csv`` without ``row.names = FALSE`` writes an unnamed first column "1", "2", ...:
+    name it ``rownames`` and say so (it identifies every row; leave it out of quasi-identifiers)."""
+    if not df.width or df.columns[0] != "" or "rownames" in df.columns:
+        return df
+    first = df[df.columns[0]]
+    if first.dtype.is_integer() and first.to_list() == list(range(1, df.height + 1)):
+        warnings.warn(
+            f"the first column of {name!r} has no name and numbers the rows 1, 2, ...: R's row names "
+            "(write.csv without row.names = FALSE). It is kept as column 'rownames'; leave it out of the "
+            "quasi-identifiers, or write the file with row.names = FALSE.",
+            SdcWarning,
+            stacklevel=3,
+        )
+        return df.rename({"": "rownames"})
     return df
 
 
