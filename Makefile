@@ -1,9 +1,12 @@
 # The two commands a new machine needs: `make demo` (the main job) and `make test` (the suite).
 # Both create the virtual environment in .venv on first use; only the package registries are used.
+# `make demo` installs sdckit with its core dependencies only (the report needs nothing else);
+# `make test` adds the test extras (protocol services, frames, formats, pytest, playwright, ruff, mypy).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.sdckit-installed
+DEMO_STAMP := $(VENV)/.sdckit-demo
+STAMP := $(VENV)/.sdckit-test
 OUT ?= out
 JOBS ?= 2
 
@@ -13,13 +16,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e ".[test]"
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/sdckit report -o $(OUT)/report.html
 
 test: $(STAMP)

@@ -10,14 +10,36 @@ report      the self-contained HTML report
 datasets    bundled data (UCI Adult)
 """
 
-from importlib import metadata as _metadata
+from __future__ import annotations
 
-from sdckit import datasets, errors
-from sdckit._io import Data, check_numeric, read_data
+import importlib
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = _metadata.version("sdckit")
-except _metadata.PackageNotFoundError:  # running from a source tree without installing
-    __version__ = "0.0.0+unknown"
+from sdckit import errors
+
+if TYPE_CHECKING:
+    from sdckit import datasets
+    from sdckit._io import Data, check_numeric, read_data
+
+_LAZY = {"datasets": "sdckit.datasets", "Data": "sdckit._io", "check_numeric": "sdckit._io", "read_data": "sdckit._io"}
+
+
+def __getattr__(name: str) -> Any:
+    """``__version__`` and the data layer (numpy, polars) on first use: ``sdckit --help`` needs neither."""
+    if name == "__version__":
+        from importlib import metadata
+
+        try:
+            version = metadata.version("sdckit")
+        except metadata.PackageNotFoundError:  # running from a source tree without installing
+            version = "0.0.0+unknown"
+        globals()[name] = version
+        return version
+    if name not in _LAZY:
+        raise AttributeError(f"module 'sdckit' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    value = module if name == "datasets" else getattr(module, name)
+    globals()[name] = value
+    return value
 
 __all__ = ["Data", "__version__", "check_numeric", "datasets", "errors", "read_data"]

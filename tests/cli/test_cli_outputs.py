@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -100,11 +101,15 @@ def test_design_missing_option(tmp_path: Path) -> None:
     args = ["spectral", "design", "--data", str(path), "--epsilon", "1", "--json"]
     r = runner.invoke(app, args)
     assert r.exit_code == 1
-    assert "column 'b' has 1 missing value(s)" in _one_line(r.stderr)
+    error = json.loads(r.stdout)["error"]  # --json: the error is JSON on stdout too
+    assert error["type"] == "MissingValuesError"
+    assert "column 'b' has 1 missing value(s)" in error["message"]
+    assert "--missing drop" in error["fix"]
     r = runner.invoke(app, [*args, "--missing", "drop"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, [*args, "--missing", "value"])
     assert r.exit_code == 2
+    assert json.loads(r.stdout)["error"]["type"] == "UsageError"
 
 
 def test_describe_json_with_dates_and_decimals_parses(tmp_path: Path) -> None:

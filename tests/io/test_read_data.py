@@ -121,10 +121,14 @@ def test_unknown_column_lists_near_matches(frame: pl.DataFrame) -> None:
 def test_missing_file_and_unreadable_formats(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundInputError, match="no file at"):
         read_data(tmp_path / "nope.csv")
-    odd = tmp_path / "data.xlsx"
+    odd = tmp_path / "data.numbers"
     odd.write_bytes(b"PK\x03\x04")
     with pytest.raises(UnreadableInputError, match="cannot tell the format"):
         read_data(odd)
+    truncated = tmp_path / "data.xlsx"
+    truncated.write_bytes(b"PK\x03\x04")
+    with pytest.raises(UnreadableInputError, match=r"cannot read .* as a \.xlsx file"):
+        read_data(truncated)
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet at all")
     with pytest.raises(UnreadableInputError, match=r"cannot read .* as PARQUET"):

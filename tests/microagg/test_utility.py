@@ -157,6 +157,62 @@ def test_utility_measures_shape_check_and_dict() -> None:
         utility_measures(x, x[:10])
     table = utility_measures(x, x + 0.1, n_clusters=3)
     d = table.to_dict()
-    assert table.to_frame()["measure"].to_list() == list(d)
+    assert table.to_frame()["measure"].to_list() == [m for m in d if not m.startswith("propensity_terms")]
+    assert d["propensity_terms"] == d["propensity_terms_total"] == 9  # 2 columns, degree 3: all terms
     assert list(d)[:2] == ["information_loss_pct", "il1s"]
-    assert len(d) == 16
+    assert len(d) == 18  # 16 measures and the two term counts of U_p
+
+
+def test_propensity_cubic_matches_independent_fit() -> None:
+    """Degree 3 on 3 columns (19 monomials): the QR/Newton fit against BFGS on the raw monomials."""
+    from itertools import combinations_with_replacement
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((300, 3))
+    xm = x + 0.4 * rng.standard_normal((300, 3)) ** 2
+    z = np.vstack([x, xm])
+    z = (z - x.mean(axis=0)) / x.std(axis=0)
+    mono = [np.prod(z[:, list(c)], axis=1) for d in (1, 2, 3) for c in combinations_with_replacement(range(3), d)]
+    design = np.column_stack([np.ones(len(z)), *mono])
+    y = np.r_[np.zeros(300), np.ones(300)]
+
+    def nll(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        eta = design @ beta
+        return float(np.logaddexp(0, eta).sum() - y @ eta), design.T @ (1 / (1 + np.exp(-eta)) - y)
+
+    beta = minimize(nll, np.zeros(design.shape[1]), jac=True, method="BFGS", options={"gtol": 1e-9}).x
+    expected = float(np.mean((1 / (1 + np.exp(-(design @ beta))) - 0.5) ** 2))
+    assert_allclose(propensity_utility(x, xm, degree=3, max_terms=None), expected, rtol=1e-4)
+
+
+def test_propensity_terms_are_capped_and_stated() -> None:
+    from sdckit.microagg._utility import propensity_terms
+
+    terms, total = propensity_terms(34, 8000, degree=3, max_terms=200, seed=5)
+    assert total == 7769  # C(37, 3) - 1
+    assert len(terms) == 200 == len(set(terms))
+    assert {(j,) * d for j in range(34) for d in (1, 2, 3)} <= set(terms)  # every power kept
+    assert terms == propensity_terms(34, 8000, degree=3, max_terms=200, seed=5)[0]  # seeded
+    assert propensity_terms(13, 2160, degree=3)[0].__len__() == 559  # "auto" keeps Census whole
+    with pytest.raises(ParameterError, match="max_terms"):
+        propensity_terms(34, 8000, degree=3, max_terms=50)
+    x = np.random.default_rng(0).standard_normal((200, 8))
+    table = utility_measures(x, x + 0.05, n_clusters=3, max_terms=40)
+    assert (table.propensity_terms, table.propensity_terms_total) == (40, 164)
+    assert "40 of the 164" in table.propensity_note
+
+
+def test_propensity_separable_release_saturates() -> None:
+    """A release shifted far away is told apart: U_p reaches c(1 - c) (the line search never loses)."""
+    x = np.random.default_rng(2).standard_normal((200, 3))
+    assert propensity_utility(x, x + 50.0) == pytest.approx(0.25, abs=1e-3)
+
+
+def test_basic_level_leaves_out_the_model_measures(census: pl.DataFrame) -> None:
+    full = utility_table(census, census.reverse(), columns=COLS, n_clusters=10)
+    basic = utility_table(census, census.reverse(), columns=COLS, level="basic")
+    for name, value in basic.rows():
+        if name in ("ecdf_max", "ecdf_mean_square", "cluster", "propensity"):
+            assert np.isnan(value), name
+        else:
+            assert value == getattr(full, name), name

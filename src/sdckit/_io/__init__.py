@@ -19,22 +19,56 @@ Only :func:`read_path` and the two output helpers touch the file system.
 
 from __future__ import annotations
 
-from sdckit._io._frames import (
-    DataSource,
-    as_narwhals,
-    check_columns,
-    is_lazy,
-    like_input,
-    native_kind,
-    read_path,
-)
-from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
-from sdckit._io._write import check_output_path, write_table, writing
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sdckit._io._formats import ReadOptions
+    from sdckit._io._frames import (
+        DataSource,
+        as_narwhals,
+        check_columns,
+        is_lazy,
+        like_input,
+        native_kind,
+        read_path,
+    )
+    from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
+    from sdckit._io._write import check_output_path, write_table, writing
+
+_WHERE = {
+    "ReadOptions": "_formats",
+    "DataSource": "_frames",
+    "as_narwhals": "_frames",
+    "check_columns": "_frames",
+    "is_lazy": "_frames",
+    "like_input": "_frames",
+    "native_kind": "_frames",
+    "read_path": "_frames",
+    "Data": "_select",
+    "MissingPolicy": "_select",
+    "check_numeric": "_select",
+    "read_data": "_select",
+    "check_output_path": "_write",
+    "write_table": "_write",
+    "writing": "_write",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a submodule on first use: the output helpers need neither numpy nor polars."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'sdckit._io' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"sdckit._io.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Data",
     "DataSource",
     "MissingPolicy",
+    "ReadOptions",
     "as_narwhals",
     "check_columns",
     "check_numeric",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -14,17 +16,28 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._io._formats import (
+    READERS,
+    ReadOptions,
+    apply_na_values,
+    read_excel,
+    read_r,
+    read_stat,
+    sniff_separator,
+)
 from sdckit.errors import (
     ColumnNotFoundError,
     EmptyTableError,
     FileNotFoundInputError,
     ParameterError,
+    SdcWarning,
     UnreadableInputError,
 )
 
 DataSource: TypeAlias = "str | os.PathLike[str] | Any"
-"""A path (CSV, Parquet, JSON lines, optionally gzipped) or a frame: pandas, polars, pyarrow, or a
-lazy frame that narwhals accepts (polars LazyFrame, DuckDB relation, Dask, PySpark)."""
+"""A path (CSV, TSV, Parquet, JSON lines, optionally gzipped; Excel/ODS, SPSS, Stata, SAS and R
+files with ``sdckit[formats]``) or a frame: pandas, polars, pyarrow, or a lazy frame that narwhals
+accepts (polars LazyFrame, DuckDB relation, Dask, PySpark)."""
 
 _READERS = {
     ".csv": "csv",
@@ -35,6 +48,7 @@ _READERS = {
     ".jsonl": "ndjson",
     ".ndjson": "ndjson",
     ".json": "ndjson",
+    **READERS,
 }
 
 
@@ -42,6 +56,10 @@ def _format_of(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
+        if suffixes and _READERS.get(suffixes[-1]) in ("excel", "stat", "r"):
+            raise UnreadableInputError(
+                f"{str(path)!r}: {suffixes[-1]} files are read unzipped; unzip it first (gunzip {path.name})."
+            )
     if not suffixes or suffixes[-1] not in _READERS:
         known = ", ".join(sorted(_READERS))
         raise UnreadableInputError(
@@ -51,15 +69,28 @@ def _format_of(path: Path) -> str:
     return _READERS[suffixes[-1]]
 
 
-def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
-    """Read a CSV, TSV, Parquet or JSON-lines file (``.gz`` allowed) into a polars DataFrame.
+def _ending(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    return suffixes[-1] if suffixes else ""
 
-    CSV fields are read with surrounding whitespace kept as in the file except that empty fields
-    become null; no value is dropped. Blank lines are not rows (a file ending in an empty line gains
-    no all-null user). Raises :class:`FileNotFoundInputError` for a missing path and
-    :class:`UnreadableInputError` for a file that does not parse, including a row with more or fewer
-    fields than the header (the message gives its line number).
+
+def read_path(path: str | os.PathLike[str], options: ReadOptions | None = None) -> pl.DataFrame:
+    """Read a data file into a polars DataFrame, by its ending.
+
+    CSV/TSV (``.gz`` allowed), Parquet, JSON lines; with the extra ``sdckit[formats]`` also
+    ``.xlsx``/``.xls``/``.ods`` (first sheet), ``.sav``/``.zsav``/``.por``, ``.dta``,
+    ``.sas7bdat``, ``.xpt`` (value labels as categories) and ``.rds``/``.RData``/``.rda``.
+
+    Text files follow ``options`` (:class:`ReadOptions`: separator sniffed unless given, encoding,
+    decimal mark, the strings read as missing, by default empty, ``NA`` and ``NaN``). Fields are
+    stripped of surrounding blanks (the UCI files pad them) and numbers re-typed; no value is
+    dropped. Blank lines are not rows (a file ending in an empty line gains no all-null user).
+    Raises :class:`FileNotFoundInputError` for a missing path and :class:`UnreadableInputError`
+    for a file that does not parse, including a row with more or fewer fields than the header (the
+    message gives its line number) and a reader that is not installed (the message gives the
+    ``pip install``).
     """
+    opts = options if options is not None else ReadOptions()
     p = Path(path)
     if not p.exists():
         raise FileNotFoundInputError(str(path))
@@ -68,22 +99,41 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
     fmt = _format_of(p)
     if p.stat().st_size == 0:
         raise EmptyTableError(f"{str(path)!r} is empty (0 bytes): no header and no rows. Check the export.")
+    if fmt in ("excel", "stat", "r"):
+        return _read_other(p, fmt, opts)
+    sep = "\t" if fmt == "tsv" else ","
+    source: Path | io.BytesIO = p
     try:
         if fmt in ("csv", "tsv"):
+            text = _decoded(p, opts) if not opts.is_utf8 else None
+            if text is not None:
+                source = io.BytesIO(text.encode("utf-8"))
+            sep = opts.separator or sniff_separator(
+                text[:65536] if text is not None else _head_text(p), fallback=sep, decimal=opts.decimal
+            )
+            if opts.decimal == "," and sep == ",":
+                raise UnreadableInputError(
+                    f"{str(path)!r} separates its fields with commas, so its decimal mark cannot be a comma. "
+                    "Give the separator, e.g. --separator ';', or leave out --decimal ','."
+                )
             df = pl.read_csv(
-                p,
-                separator="\t" if fmt == "tsv" else ",",
+                source,
+                separator=sep,
                 infer_schema_length=10_000,
                 try_parse_dates=False,
+                null_values=[v for v in opts.na_values if v != ""] or None,
+                decimal_comma=opts.decimal == ",",
             )
         elif fmt == "parquet":
             df = pl.read_parquet(p)
         else:
             df = pl.read_ndjson(p)
+    except UnreadableInputError:
+        raise
     except (pl.exceptions.PolarsError, OSError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if fmt in ("csv", "tsv") and "fields" in first:
-            _check_row_widths(p, "\t" if fmt == "tsv" else ",")  # raises naming the line
+            _check_row_widths(p, sep, opts.encoding)  # raises naming the line
         if fmt in ("csv", "tsv") and "utf-8" in first.lower():
             raise UnreadableInputError(_NOT_UTF8.format(path=str(path))) from None
         if fmt == "ndjson" and _starts_with(p, b"["):
@@ -100,26 +150,97 @@ def read_path(path: str | os.PathLike[str]) -> pl.DataFrame:
             raise UnreadableInputError(_NOT_UTF8.format(path=str(path)))
         stripped = [c.strip() for c in df.columns]
         if len(set(stripped)) < len(stripped) or any("_duplicated_" in c for c in df.columns):
-            _check_header_names(p, "\t" if fmt == "tsv" else ",")  # polars renamed a repeated name
-        if df.width == 1 and (other := _other_separator(df.columns[0], fmt)):
+            _check_header_names(p, sep, opts.encoding)  # polars renamed a repeated name
+        if df.width == 1 and (other := _other_separator(df.columns[0], sep)):
             name = df.columns[0] if len(df.columns[0]) <= 40 else df.columns[0][:40] + "..."
-            fix = "rename it to .tsv" if other == "\t" else "save it with commas (or with tabs, as .tsv)"
             raise UnreadableInputError(
                 f"{str(path)!r} reads as one column named {name!r}: its fields look separated by "
-                f"{other!r}. sdckit reads comma-separated .csv and tab-separated .tsv files; {fix}."
+                f"{other!r}, not {sep!r}. Give the separator, e.g. --separator {other!r} "
+                f"(separator={other!r} in Python)."
             )
         if df.width > 1 and df[df.columns[-1]].null_count():
             # polars pads a short row, and reads a blank line as a row, with nulls: check the file
-            blank = _check_row_widths(p, "\t" if fmt == "tsv" else ",")
+            blank = _check_row_widths(p, sep, opts.encoding)
             if blank:
                 df = df.with_row_index("__row__").filter(~pl.col("__row__").is_in(blank)).drop("__row__")
-        df = _strip_padding(df)
+        df = _strip_padding(apply_na_values(df, opts.na_values), opts.decimal)
+        df = _r_row_names(df, p.name)
     return df
+
+
+def _r_row_names(df: pl.DataFrame, name: str) -> pl.DataFrame:
+    """R's ``write.csv`` without ``row.names = FALSE`` writes an unnamed first column "1", "2", ...:
+    name it ``rownames`` and say so (it identifies every row; leave it out of quasi-identifiers)."""
+    if not df.width or df.columns[0] != "" or "rownames" in df.columns:
+        return df
+    first = df[df.columns[0]]
+    if first.dtype.is_integer() and first.to_list() == list(range(1, df.height + 1)):
+        warnings.warn(
+            f"the first column of {name!r} has no name and numbers the rows 1, 2, ...: R's row names "
+            "(write.csv without row.names = FALSE). It is kept as column 'rownames'; leave it out of the "
+            "quasi-identifiers, or write the file with row.names = FALSE.",
+            SdcWarning,
+            stacklevel=3,
+        )
+        return df.rename({"": "rownames"})
+    return df
+
+
+def _read_other(p: Path, fmt: str, opts: ReadOptions) -> pl.DataFrame:
+    """Spreadsheets, SPSS/Stata/SAS and R files (the optional readers)."""
+    ending = _ending(p)
+    try:
+        if fmt == "excel":
+            df = apply_na_values(read_excel(p), opts.na_values)
+        elif fmt == "stat":
+            df = read_stat(p, ending, None if opts.is_utf8 else opts.encoding)
+        else:
+            df = read_r(p, ending)
+    except UnreadableInputError:
+        raise
+    except Exception as err:  # the readers raise their own types; the message is what matters
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UnreadableInputError(
+            f"cannot read {str(p)!r} as a {ending} file: {first}. Check that the file is complete and of "
+            "the format its name says."
+        ) from None
+    if df.width == 0:
+        raise EmptyTableError(f"{str(p)!r} has no columns; there is nothing to measure.")
+    return df
+
+
+def _head_text(path: Path, size: int = 65536) -> str:
+    """The first bytes of a UTF-8 text file (decompressed), decoded leniently, for sniffing."""
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:
+            head = bytes(fh.read(size))
+    except (OSError, EOFError):
+        return ""
+    return head.decode("utf-8", errors="replace").removeprefix("\ufeff")
+
+
+def _decoded(path: Path, opts: ReadOptions) -> str:
+    """The whole text file decoded with ``opts.encoding`` (for encodings polars does not read)."""
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
+    try:
+        with opener(path, "rb") as fh:
+            raw = bytes(fh.read())
+    except (OSError, EOFError) as err:
+        raise UnreadableInputError(f"cannot read {str(path)!r}: {err}.") from None
+    try:
+        return raw.decode(opts.encoding)
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise UnreadableInputError(
+            f"line {line} of {path.name!r} is not {opts.encoding} text (byte {raw[err.start]:#04x}). "
+            "Give the file's encoding, e.g. --encoding cp1252 or --encoding utf-8."
+        ) from None
 
 
 _NOT_UTF8 = (
     "cannot read {path!r}: it is not UTF-8 text (a binary file, or text in Latin-1 or Windows-1252). "
-    "Save it as UTF-8, e.g. iconv -f latin1 -t utf-8 in.csv > out.csv."
+    "Give its encoding, e.g. --encoding latin-1 (encoding='latin-1' in Python), or save it as UTF-8."
 )
 
 
@@ -134,25 +255,26 @@ def _starts_with(path: Path, prefix: bytes) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(prefix)
 
 
-def _other_separator(header: str, fmt: str) -> str | None:
-    """The separator a one-column header seems to use instead of the one its format expects."""
-    for sep in (";", "\t", "|") if fmt == "csv" else (",", ";", "|"):
-        if sep in header:
+def _other_separator(header: str, used: str) -> str | None:
+    """The separator a one-column header seems to use instead of the one it was read with."""
+    for sep in (",", ";", "\t", "|"):
+        if sep != used and sep in header:
             return sep
     return None
 
 
-def _csv_rows(path: Path, separator: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_rows(path: Path, separator: str, encoding: str = "utf-8") -> Iterator[tuple[int, list[str]]]:
     opener = gzip.open if path.suffix.lower() == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+    enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    with opener(path, "rt", encoding=enc, newline="") as fh:
         reader = csv.reader(fh, delimiter=separator)
         for row in reader:
             yield reader.line_num, row
 
 
-def _check_header_names(path: Path, separator: str) -> None:
+def _check_header_names(path: Path, separator: str, encoding: str = "utf-8") -> None:
     """Raise when the header names a column twice (polars would rename the second 'x_duplicated_0')."""
-    first = next(_csv_rows(path, separator), None)
+    first = next(_csv_rows(path, separator, encoding), None)
     names = [c.strip() for c in first[1]] if first else []
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -162,12 +284,12 @@ def _check_header_names(path: Path, separator: str) -> None:
             )
 
 
-def _check_row_widths(path: Path, separator: str) -> list[int]:
+def _check_row_widths(path: Path, separator: str, encoding: str = "utf-8") -> list[int]:
     """Raise for the first row whose number of fields differs from the header's; return the data-row
     indices of blank lines (which polars reads as all-null rows)."""
     blank: list[int] = []
     try:
-        rows = _csv_rows(path, separator)
+        rows = _csv_rows(path, separator, encoding)
         header = next(rows, None)
         if header is None:
             return []
@@ -177,15 +299,16 @@ def _check_row_widths(path: Path, separator: str) -> list[int]:
                 blank.append(i)
             elif len(row) != width:
                 raise UnreadableInputError(
-                    f"line {line} of {path.name!r} has {len(row)} field(s) but the header has {width}. "
-                    "Quote values that contain the separator, or fix that line."
+                    f"line {line} of {path.name!r} has {len(row)} field(s) but the header has {width} "
+                    f"(separator {separator!r}). Quote values that contain the separator, fix that line, "
+                    "or give the right separator, e.g. --separator ';'."
                 )
     except (csv.Error, UnicodeDecodeError, OSError, EOFError):  # stricter than polars: keep its reading
         return []
     return blank
 
 
-def _strip_padding(df: pl.DataFrame) -> pl.DataFrame:
+def _strip_padding(df: pl.DataFrame, decimal: str = ".") -> pl.DataFrame:
     """Strip padded names and fields (", Male" in the UCI files) and re-type padded numbers."""
     df = df.rename({c: c.strip() for c in df.columns if c != c.strip()})
     text = [c for c, t in df.schema.items() if t == pl.String]
@@ -194,19 +317,22 @@ def _strip_padding(df: pl.DataFrame) -> pl.DataFrame:
     df = df.with_columns(pl.col(text).str.strip_chars())
     retyped = []
     for c in text:
+        col = df[c].str.replace(",", ".", literal=True) if decimal == "," else df[c]
         for dtype in (pl.Int64, pl.Float64):
             try:
-                retyped.append(df[c].cast(dtype, strict=True))
+                retyped.append(col.cast(dtype, strict=True))
                 break
             except pl.exceptions.PolarsError:
                 continue
     return df.with_columns(retyped) if retyped else df
 
 
-def as_narwhals(source: DataSource) -> nw.DataFrame[Any] | nw.LazyFrame[Any]:
-    """Wrap a path or a native frame as a narwhals frame (eager or lazy, as given)."""
+def as_narwhals(
+    source: DataSource, options: ReadOptions | None = None
+) -> nw.DataFrame[Any] | nw.LazyFrame[Any]:
+    """Wrap a path (read with ``options``) or a native frame as a narwhals frame (eager or lazy, as given)."""
     if isinstance(source, (str, os.PathLike)):
-        return nw.from_native(read_path(source), eager_only=True)
+        return nw.from_native(read_path(source, options), eager_only=True)
     if isinstance(source, (nw.DataFrame, nw.LazyFrame)):
         return source
     if isinstance(source, np.ndarray):

@@ -10,6 +10,7 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._io._formats import DEFAULT_NA, ReadOptions
 from sdckit._io._frames import DataSource, as_narwhals, check_columns, is_lazy, native_kind
 from sdckit.errors import (
     EmptyTableError,
@@ -79,17 +80,36 @@ def read_data(
     *,
     missing: MissingPolicy = "value",
     min_rows: int = 1,
+    separator: str | None = None,
+    encoding: str = "utf-8",
+    decimal: str = ".",
+    na_values: Sequence[str] = DEFAULT_NA,
 ) -> Data:
     """Read and validate input for the algorithms.
 
     Parameters
     ----------
-    source : a path (CSV, TSV, Parquet, JSON lines; ``.gz`` allowed) or a frame (pandas, polars,
-        pyarrow, or a lazy frame narwhals accepts).
+    source : a path or a frame (pandas, polars, pyarrow, or a lazy frame narwhals accepts). Paths:
+        CSV, TSV, Parquet, JSON lines (``.gz`` allowed); with ``pip install 'sdckit[formats]'``
+        also ``.xlsx``/``.ods``, SPSS ``.sav``, Stata ``.dta``, SAS ``.sas7bdat``/``.xpt`` (value
+        labels as categories) and R ``.rds``/``.RData``.
     columns : names to keep, in order (a list or ``"a,b,c"``); None keeps all.
     missing : ``"value"`` (default) keeps null/NaN as a value, ``"drop"`` drops those rows and
         reports how many, ``"error"`` raises naming the column.
     min_rows : fewest rows accepted after the policy (checked on eager frames only).
+    separator, encoding, decimal, na_values : how a text file is read (see
+        :class:`~sdckit._io.ReadOptions`): the separator is sniffed when None; ``decimal=","``
+        reads ``1,5`` as 1.5; the strings in ``na_values`` (default empty, ``NA``, ``NaN``) are
+        missing.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "r.csv"
+    >>> _ = path.write_text(chr(10).join(['"age";"income"', '30;"1,5"', 'NA;"2,25"']), encoding="latin-1")
+    >>> d = read_data(path, decimal=",", encoding="latin-1")
+    >>> d.frame["income"].to_list(), d.frame["age"].to_list()
+    ([1.5, 2.25], [30, None])
 
     Raises
     ------
@@ -97,7 +117,8 @@ def read_data(
     MissingValuesError, TooFewRowsError
     """
     _check_policy(missing)
-    frame = as_narwhals(source)
+    options = ReadOptions(separator=separator, encoding=encoding, decimal=decimal, na_values=tuple(na_values))
+    frame = as_narwhals(source, options)
     names = check_columns(frame, columns)
     frame = frame.select(*names)
     n_dropped: int | None = 0

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, stdout
-from sdckit.report._overview import describe_data
+from sdckit.cli._common import (
+    DATA_HELP,
+    JSON_HELP,
+    data_source,
+    handles_errors,
+    parse_columns,
+    print_json,
+    reads_data,
+    stdout,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -16,13 +25,18 @@ def register(app: typer.Typer) -> None:
 
 
 @handles_errors
+@reads_data
 def describe(
-    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
+    data: Path = typer.Argument(..., help=DATA_HELP),
     columns: str | None = typer.Option(None, "--columns", "-c", help="Comma-separated columns (default: all)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Rows, columns, types, number of distinct values and missing values per column."""
-    summary = describe_data(str(data), parse_columns(columns))
+    from sdckit.report._overview import describe_data
+
+    summary = describe_data(data_source(data, read), parse_columns(columns))
+    summary["source"] = data.name
     if as_json:
         print_json(summary)
         return

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from sdckit._io import write_table
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
+from sdckit.cli._common import (
+    JSON_HELP,
+    handles_errors,
+    parse_columns,
+    print_json,
+    progress,
+    read_table,
+    reads_data,
+    stdout,
+)
+
+if TYPE_CHECKING:
+    from sdckit._io import ReadOptions
 
 _METHODS = ("mdav", "mdav_blocked", "vmdav", "rank", "pca", "single")
 _POSITIVITY = ("same", "subset", "global")
+_UTILITY = ("none", "basic", "full")
 
 
 def register(app: typer.Typer) -> None:
@@ -20,12 +33,13 @@ def register(app: typer.Typer) -> None:
 
 
 @handles_errors
+@reads_data
 def microaggregate(
     data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file."),
     columns: str | None = typer.Option(
         None, "--columns", "-c", help="Comma-separated numeric columns (default: all)."
     ),
-    k: int = typer.Option(3, "--k", "-k", help="Smallest group size."),
+    k: int = typer.Option(3, "--k", "-k", min=2, help="Smallest group size (>= 2)."),
     method: str = typer.Option("mdav", "--method", help=f"Grouping method: {', '.join(_METHODS)}."),
     restore_moments: bool = typer.Option(
         False,
@@ -39,6 +53,14 @@ def microaggregate(
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write the release here (.parquet or .csv)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the utility measures (k-means, ECDF sample)."),
+    utility: str = typer.Option(
+        "full", "--utility",
+        help="Measures to print: full (all), basic (no ECDF, cluster or propensity model), none.",
+    ),
+    missing: str = typer.Option(
+        "error", "--missing", help="Rows with a missing value in the columns: 'error' (default) or 'drop'."
+    ),
+    read: ReadOptions = None,  # type: ignore[assignment]  # filled by @reads_data
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Microaggregate numeric columns (groups of >= k records) and print the utility table."""
@@ -46,12 +68,15 @@ def microaggregate(
         raise typer.BadParameter(f"{method!r}; use one of {', '.join(_METHODS)}", param_hint="--method")
     if positivity is not None and positivity not in _POSITIVITY:
         raise typer.BadParameter(f"{positivity!r}; use same, subset or global", param_hint="--positivity")
-    from sdckit._io import read_path
+    if utility not in _UTILITY:
+        raise typer.BadParameter(f"{utility!r}; use none, basic or full", param_hint="--utility")
+    if missing not in ("error", "drop"):
+        raise typer.BadParameter(f"{missing!r}; use error or drop", param_hint="--missing")
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer, utility_table
 
-    frame = read_path(data)
     cols = parse_columns(columns)
-    with progress("microaggregating", quiet=as_json):
+    frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
+    with progress("microaggregating", total=2 if utility != "none" else 1, quiet=as_json) as advance:
         model = Microaggregation(k=k, method=method, columns=cols).fit(frame)  # type: ignore[arg-type]
         release = model.transform(frame)
         names = list(model.feature_names_in_)
@@ -63,8 +88,15 @@ def microaggregate(
             stats = pos.stats_
         elif restore_moments:
             release = MomentRestorer(columns=names).fit(frame, release).transform(release)
-        table = utility_table(frame, release, columns=names, seed=seed)
+        advance(1, description="utility and risk measures")
+        table = (
+            utility_table(frame, release, columns=names, seed=seed, level=utility)  # type: ignore[arg-type]
+            if utility != "none"
+            else None
+        )
     if out is not None:
+        from sdckit._io import write_table
+
         write_table(release, out)
     payload = {
         "source": data.name,
@@ -74,10 +106,11 @@ def microaggregate(
         "restore_moments": restore_moments or positivity is not None,
         "positivity": positivity,
         "n_rows": int(model.groups_.shape[0]),
+        "n_dropped": n_dropped,
         "n_groups": model.n_groups_,
         "information_loss_pct": model.information_loss_,
         "positivity_stats": stats.to_dict() if stats is not None else None,
-        "utility": table.to_dict(),
+        "utility": table.to_dict() if table is not None else None,
         "out": str(out) if out is not None else None,
     }
     if as_json:
@@ -93,9 +126,14 @@ def microaggregate(
             f"{stats.n_kept:,} kept microaggregated, {stats.n_transformed:,} transformed, "
             f"{stats.n_reverted:,} reverted, {stats.n_filled_cells:,} cells filled"
         )
-    rich_table = Table("measure", "value", title="utility and risk of the release")
-    for name, value in table.rows():
-        rich_table.add_row(name, f"{value:.6g}")
-    stdout.print(rich_table)
+    if n_dropped:
+        stdout.print(f"{n_dropped:,} rows with missing values dropped (--missing drop)")
+    if table is not None:
+        rich_table = Table("measure", "value", title="utility and risk of the release")
+        for name, value in table.rows():
+            rich_table.add_row(name, "not computed (--utility basic)" if value != value else f"{value:.6g}")
+        stdout.print(rich_table)
+        if table.propensity_terms:
+            stdout.print(table.propensity_note, highlight=False)
     if out is not None:
         stdout.print(f"release written to {out}")

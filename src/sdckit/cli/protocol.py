@@ -9,7 +9,18 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stderr, stdout
+from sdckit.cli._common import (
+    JSON_HELP,
+    check_port_free,
+    data_source,
+    handles_errors,
+    parse_columns,
+    print_json,
+    progress,
+    reads_data,
+    stderr,
+    stdout,
+)
 
 protocol_app = typer.Typer(
     name="protocol",
@@ -58,6 +69,7 @@ def keygen(
 def serve(
     role: str = typer.Argument(..., help="shuffler, curator or analyst."),
     config: Path = typer.Option(..., "--config", help="The service's YAML or JSON config file."),
+    as_json: bool = typer.Option(False, "--json", help="Errors, and the line saying where it listens, as JSON."),
 ) -> None:
     """Run one service in the foreground (Ctrl-C stops it)."""
     from sdckit.protocol.services import ROLES, load_config
@@ -68,16 +80,21 @@ def serve(
             f"unknown role {role!r}; use shuffler, curator or analyst", param_hint="ROLE"
         )
     cfg = load_config(config, role=role)
-    stderr.print(f"{role} on http://{cfg.host}:{cfg.port} (OpenAPI at /docs and /openapi.json)")
+    check_port_free(cfg.host, cfg.port)  # one clear line, exit 1, before the banner
+    if as_json:
+        print_json({"role": role, "url": f"http://{cfg.host}:{cfg.port}", "openapi": "/openapi.json"})
+    else:
+        stderr.print(f"{role} on http://{cfg.host}:{cfg.port} (OpenAPI at /docs and /openapi.json)")
     run(cfg)
 
 
 @protocol_app.command("simulate")
 @handles_errors
+@reads_data
 def simulate(
     data: Path = typer.Argument(..., help="A CSV, Parquet or JSON-lines file; one row per user."),
     columns: str = typer.Option(..., "--columns", "-c", help="Comma-separated features of round 1."),
-    k: int = typer.Option(5, "--k", min=1, help="Group size of the k-anonymity target (users)."),
+    k: int = typer.Option(5, "--k", min=2, help="Group size of the k-anonymity target (users, >= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", min=0.0, max=1.0, help="Share of users (0..1) allowed in groups < k."
     ),
@@ -104,6 +121,7 @@ def simulate(
         None, "--workdir", help="Keep keys, stores and logs here (default: temporary)."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Run both rounds on loopback with three real services and verify the release."""
     from sdckit.protocol import simulate as run
@@ -129,7 +147,7 @@ def simulate(
             bars[stage] = (advance, done)
 
         result = run(
-            str(data),
+            data_source(data, read),
             cols,
             k=k,
             budget=budget,

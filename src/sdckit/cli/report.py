@@ -24,11 +24,11 @@ def report(
     data: Path | None = typer.Argument(
         None, help="A CSV, Parquet or JSON-lines file (default: the bundled UCI Adult data)."
     ),
-    config: Path | None = typer.Option(None, "--config", "-c", help="A pipeline file (YAML/JSON) with columns, k, budget, steps."),
-    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="Where to write the HTML page (the JSON sidecar goes beside it)."),
+    config: Path | None = typer.Option(None, "--config", help="A pipeline file (YAML/JSON) with columns, k, budget, steps."),
+    output: Path = typer.Option(Path("report.html"), "--out", "--output", "-o", help="Where to write the HTML page (the JSON sidecar goes beside it)."),
     quasi_identifiers: str | None = typer.Option(None, "--quasi-identifiers", "-q", help="Comma-separated columns an attacker may know."),
     numeric: str | None = typer.Option(None, "--numeric", help="Comma-separated numeric columns to mask."),
-    k: int | None = typer.Option(None, "--k", min=1, help="Group size of k-anonymity (default 5)."),
+    k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="Largest share of users (0..1) in groups < k for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
     simulate_protocol: int | None = typer.Option(
@@ -42,6 +42,8 @@ def report(
 
     cfg = load_config(config) if config is not None else PipelineConfig()
     overrides: dict[str, object] = {}
+    if config is None:  # messages name where a setting came from: here the options, not "<dict>"
+        overrides["source"] = "the command line"
     if data is not None:
         overrides["input"] = str(data)
     if quasi_identifiers is not None:
@@ -52,6 +54,13 @@ def report(
         if value is not None:
             overrides[key] = value
     cfg = replace(cfg, **overrides)  # type: ignore[arg-type]
+    if not cfg.uses_adult and not cfg.quasi_identifiers:  # checked here, in the words of the command line
+        where = f" (and {config.name} names none)" if config is not None else ""
+        raise typer.BadParameter(
+            f"name the columns an attacker may know{where}, e.g. -q age,sex,region "
+            f"(sdckit describe {Path(cfg.input or '').name} lists the columns)",
+            param_hint="'--quasi-identifiers' / '-q'",
+        )
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance)
         html_path, json_path = result.report.write(output)

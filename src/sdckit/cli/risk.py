@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 from rich.table import Table
 
-from sdckit._io import MissingPolicy, writing
+from sdckit._io import writing
 from sdckit.cli._common import (
     JSON_HELP,
     check_plot_path,
+    data_source,
     handles_errors,
     parse_columns,
     print_json,
+    progress,
+    reads_data,
     stderr,
     stdout,
 )
@@ -24,8 +27,11 @@ from sdckit.cli._common import (
     PLOT_SUFFIXES as PLOT_SUFFIXES,  # kept importable from here
 )
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
-from sdckit.risk._checks import BoundMethod
-from sdckit.risk._planner import Setting
+
+if TYPE_CHECKING:  # not imported at run time: `sdckit risk --help` stays fast
+    from sdckit._io import MissingPolicy
+    from sdckit.risk._checks import BoundMethod
+    from sdckit.risk._planner import Setting
 
 
 def register(app: typer.Typer) -> None:
@@ -74,12 +80,13 @@ def _write_report(path: Path, section: Any, inputs: dict[str, Any], parameters: 
 
 
 @handles_errors
+@reads_data
 def risk(
     data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str = typer.Option(
         ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
     ),
-    k: int | None = typer.Option(None, "--k", "-k", help="Group size (default 5 unless --t is given)."),
+    k: int | None = typer.Option(None, "--k", "-k", min=2, help="Group size, >= 2 (default 5 unless --t is given)."),
     t: float | None = typer.Option(
         None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
     ),
@@ -94,6 +101,7 @@ def risk(
     budget: float | None = typer.Option(
         None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
     ),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
     from sdckit.risk import risk_summary
@@ -106,7 +114,9 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
-    summary = risk_summary(str(data), cols or [], k=k, t=t, missing=cast(MissingPolicy, missing))
+    with progress("exposure, bounds from marginals, entropy", quiet=as_json):
+        source = data_source(data, read)
+        summary = risk_summary(source, cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 
@@ -117,11 +127,11 @@ def risk(
         from sdckit.report._risk import risk_section
 
         section = risk_section(
-            str(data),
+            source,
             cols or [],
             k=summary.max_exposed_size + 1,
             budget=budget,
-            missing=cast(MissingPolicy, missing),
+            missing=cast("MissingPolicy", missing),
         )
         _write_report(
             report, section, {"data": data.name}, {"k": summary.max_exposed_size + 1, "budget": budget}
@@ -208,12 +218,13 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
 
 
 @handles_errors
+@reads_data
 def plan(
     data: Path | None = typer.Argument(
         None, help="A CSV, TSV, Parquet or JSON-lines file, .gz allowed (or use --from-marginals)."
     ),
     columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
-    k: int = typer.Option(5, "--k", "-k", help="Group size every user should reach."),
+    k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
     ),
@@ -248,6 +259,7 @@ def plan(
         "--delta",
         help="Statistical setting: probability (0..1) that the plan's bound fails (default 0.05).",
     ),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Choose the columns to release so at most --budget of users are in groups smaller than k."""
     from sdckit.risk import Marginals, plan_release
@@ -271,16 +283,16 @@ def plan(
         source = from_marginals.name
     else:
         assert data is not None
-        marg = Marginals.from_data(str(data), cols, missing=cast(MissingPolicy, missing))
+        marg = Marginals.from_data(data_source(data, read), cols, missing=cast("MissingPolicy", missing))
         source = data.name
     result = plan_release(
         marg,
         k=k,
         budget=budget,
         weights=_parse_weights(weights),
-        method=cast(BoundMethod, method),
+        method=cast("BoundMethod", method),
         columns=cols,
-        setting=cast(Setting, setting),
+        setting=cast("Setting", setting),
         n_release=n_release,
         delta=0.05 if delta is None else delta,
     )

@@ -14,11 +14,16 @@ from sdckit.cli._common import (
     JSON_HELP,
     check_plot_path,
     check_suffix,
+    data_source,
     handles_errors,
     parse_columns,
     print_json,
+    progress,
+    read_table,
+    reads_data,
     stdout,
 )
+from sdckit.errors import MissingValuesError
 
 spectral_app = typer.Typer(
     name="spectral",
@@ -162,6 +167,7 @@ def _write_curve_plot(m: Any, p: int, path: Path) -> None:
 
 @spectral_app.command("design")
 @handles_errors
+@reads_data
 def design(
     c: float | None = typer.Option(None, "--c", help="Aspect ratio p/n (or give --data)."),
     r: float | None = typer.Option(None, "--r", help="Share of informative eigenvalues (or --data)."),
@@ -171,11 +177,12 @@ def design(
     mmse: float | None = typer.Option(None, "--mmse", help="MMSE floor P_ET (variance units)."),
     min_separation: float | None = typer.Option(None, "--min-separation", help="Keep U(t) >= this."),
     data: Path | None = typer.Option(None, "--data", help="Fit the spiked model to this file instead."),
-    columns: str | None = typer.Option(None, "--columns", help="Numeric columns of --data (default: all)."),
+    columns: str | None = typer.Option(None, "--columns", "-c", help="Numeric columns of --data (default: all)."),
     standardize: bool = typer.Option(False, "--standardize", help="z-score the columns of --data first."),
     missing: str = typer.Option("error", "--missing", callback=_check_missing,
                                 help="Rows of --data with missing values: 'error' (default) or 'drop'."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Recommend the noise variance t for a leakage budget, an MMSE floor, or a separation target."""
     from sdckit.spectral import design_noise, design_noise_from_data
@@ -186,7 +193,7 @@ def design(
     if data is not None and any(v is not None for v in (c, r, s, p)):
         raise typer.BadParameter("--data fits c, r, s and p from the file; leave out --c, --r, --s and --p")
     if data is not None:
-        fit, d = design_noise_from_data(str(data), parse_columns(columns), standardize=standardize,
+        fit, d = design_noise_from_data(data_source(data, read), parse_columns(columns), standardize=standardize,
                                         max_leakage=epsilon, min_mmse=mmse, min_separation=min_separation,
                                         missing="drop" if missing == "drop" else "error")
     else:
@@ -266,6 +273,7 @@ def simulate(
 
 
 @handles_errors
+@reads_data
 def noise(
     data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str | None = typer.Option(None, "--columns", "-c",
@@ -275,15 +283,29 @@ def noise(
                                      help="gaussian | laplace | uniform | rademacher | discrete."),
     seed: int | None = typer.Option(None, "--seed", help="Seed, for tests only: whoever knows it can remove the noise. Omit for OS entropy."),
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .parquet, .csv or .jsonl."),
+    missing: str = typer.Option("error", "--missing", callback=_check_missing,
+                                help="Rows with missing values: 'error' (default) or 'drop' (left out, counted)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Add local noise of variance t to each answer (the private-PCA mechanism) and write the result."""
-    from sdckit._io import read_path
     from sdckit.spectral import AdditiveNoise
 
     check_suffix(out, (".parquet", ".csv", ".csv.gz", ".tsv", ".jsonl"), "--out")
     check_output_path(out, inputs=[data])  # before the work; never over the input file
-    frame = read_path(data)
-    noisy = AdditiveNoise(t=t, distribution=distribution, columns=parse_columns(columns),  # type: ignore[arg-type]
-                          seed=seed).fit_transform(frame)
-    write_table(noisy, out)
-    stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution})")
+    cols = parse_columns(columns)
+    with progress("adding noise", quiet=as_json):
+        frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
+        try:
+            noisy = AdditiveNoise(t=t, distribution=distribution, columns=cols,  # type: ignore[arg-type]
+                                  seed=seed).fit_transform(frame)
+        except MissingValuesError as err:  # the library's hint is for Python; this command has --missing
+            raise MissingValuesError(err.column, err.count, err.first_row,
+                                     fix="Add --missing drop to leave those rows out (counted), or impute them first.") from None
+        write_table(noisy, out)
+    if as_json:
+        print_json({"source": data.name, "out": str(out), "n_rows": len(noisy), "n_dropped": n_dropped,
+                    "t": t, "distribution": distribution, "seeded": seed is not None})
+        return
+    dropped = f"; {n_dropped:,} rows with missing values left out" if n_dropped else ""
+    stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution}){dropped}")

@@ -10,15 +10,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 from numba import njit
 from numpy.typing import NDArray
 from scipy.cluster.vq import kmeans2
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, qr
+from scipy.linalg.blas import dsyrk
 from scipy.special import expit
+from threadpoolctl import threadpool_limits
 
 from sdckit._io import DataSource
 from sdckit.errors import ParameterError
@@ -197,12 +199,188 @@ def cluster_utility(
 
 def polynomial_terms(z: NDArray[np.float64], degree: int) -> NDArray[np.float64]:
     """All monomials of the columns of total degree 1..degree (no intercept), one column each."""
-    n, p = z.shape
-    cols = []
-    for d in range(1, degree + 1):
-        for combo in itertools.combinations_with_replacement(range(p), d):
-            cols.append(np.prod(z[:, list(combo)], axis=1))
-    return np.column_stack(cols) if cols else np.zeros((n, 0))
+    return _monomial_matrix(z, _monomials(z.shape[1], degree))
+
+
+def _monomials(p: int, degree: int) -> list[tuple[int, ...]]:
+    """Every monomial of total degree 1..degree in ``p`` variables, as tuples of column indices."""
+    return [c for d in range(1, degree + 1) for c in itertools.combinations_with_replacement(range(p), d)]
+
+
+def _monomial_matrix(z: NDArray[np.float64], terms: Sequence[tuple[int, ...]]) -> NDArray[np.float64]:
+    out = np.empty((z.shape[0], len(terms)))
+    for j, term in enumerate(terms):
+        col = z[:, term[0]].copy()
+        for i in term[1:]:
+            col *= z[:, i]
+        out[:, j] = col
+    return out
+
+
+_NEWTON_FLOPS = 1e9
+"""Budget of one Newton step of the propensity model (N F^2 flops) behind ``max_terms="auto"``."""
+
+
+def propensity_terms(
+    p: int, n_rows: int, *, degree: int = 3, max_terms: int | Literal["auto"] | None = "auto", seed: int = 0
+) -> tuple[list[tuple[int, ...]], int]:
+    """The monomials of the propensity model and how many there are in all: ``(terms, total)``.
+
+    All C(p + degree, degree) - 1 monomials when they fit in ``max_terms``; otherwise every
+    single-column power (x_j, x_j^2, ..., x_j^degree: p * degree terms) and a uniform sample,
+    seeded, of the interactions to fill ``max_terms``. ``"auto"`` caps the terms at
+    sqrt(1e9 / N) (one Newton step <= 1e9 flops), at least p * degree + 1; None never caps.
+    """
+    terms = _monomials(p, degree)
+    total = len(terms)
+    if max_terms == "auto":
+        cap: int | None = max(p * degree + 1, int(np.sqrt(_NEWTON_FLOPS / max(n_rows, 1))))
+    else:
+        cap = max_terms
+    if cap is None or total <= cap:
+        return terms, total
+    if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < p * degree:
+        raise ParameterError(
+            f"max_terms={max_terms!r} must be 'auto', None or a whole number >= {p * degree} "
+            f"(the {p} columns' powers up to degree {degree})."
+        )
+    powers = [t for t in terms if len(set(t)) == 1]
+    mixed = [t for t in terms if len(set(t)) > 1]
+    pick = np.random.default_rng(seed).choice(len(mixed), size=int(cap) - len(powers), replace=False)
+    chosen = set(powers) | {mixed[i] for i in pick}
+    return [t for t in terms if t in chosen], total
+
+
+@dataclass(frozen=True)
+class PropensityFit:
+    """The propensity model behind U_p: its pMSE and the polynomial terms it used."""
+
+    pmse: float
+    """U_p = (1/N) sum_i (p_i - c)^2."""
+    n_terms: int
+    """Monomials in the model (before collinear ones are dropped)."""
+    n_terms_total: int
+    """Monomials of degree 1..degree there are; more than ``n_terms`` when the terms were sampled."""
+    rank: int
+    """Dimension of the fitted feature span (collinear directions dropped)."""
+    n_iter: int
+    """Newton steps taken."""
+
+    @property
+    def sampled(self) -> bool:
+        """True when the interactions were a seeded sample (see :func:`propensity_terms`)."""
+        return self.n_terms < self.n_terms_total
+
+
+def propensity_fit(
+    x: NDArray[np.float64],
+    xm: NDArray[np.float64],
+    *,
+    degree: int = 3,
+    ridge: float = 1e-6,
+    max_iter: int = 100,
+    max_terms: int | Literal["auto"] | None = "auto",
+    seed: int = 0,
+) -> PropensityFit:
+    """Fit the logistic model of "is masked" behind U_p; see :func:`propensity_utility`.
+
+    Features: the monomials of :func:`propensity_terms` of the columns standardised with the
+    original mean and sd, centred and scaled, then an orthonormal basis of their span from a thin
+    QR with column pivoting (directions with |R_jj| < 1e-9 |R_11| dropped as collinear), scaled so
+    that Q'Q = N I. Newton's method on the penalised log-likelihood (ridge ``ridge * N`` on every
+    coefficient but the intercept), the Hessian Q'WQ formed by one symmetric rank-N update (BLAS
+    syrk) and the step length found exactly by a one-dimensional Newton search (the log-likelihood
+    is concave along the step), which needs far fewer steps than halving on nearly separable
+    data. Cost O(N F^2) per step.
+    """
+    if degree < 1:
+        raise ParameterError(f"degree={degree} must be >= 1 (3 by default: cubic terms).")
+    z = _standardized_like(x, np.vstack([x, xm]))
+    big_n, p = z.shape
+    terms, total = propensity_terms(p, big_n, degree=degree, max_terms=max_terms, seed=seed)
+    feats = _monomial_matrix(z, terms)
+    feats -= feats.mean(axis=0)
+    fsd = feats.std(axis=0)
+    feats = feats[:, fsd > 1e-12 * max(float(fsd.max(initial=0.0)), 1.0)]
+    if feats.shape[1]:  # orthonormal basis of the feature span (collinear directions dropped)
+        feats /= feats.std(axis=0)
+        q, r_mat, _ = qr(feats, mode="economic", pivoting=True, overwrite_a=True, check_finite=False)
+        diag = np.abs(np.diag(r_mat))
+        q = q[:, : int((diag > 1e-9 * diag[0]).sum())]
+    else:
+        q = feats
+    design = np.asfortranarray(np.column_stack([np.ones(big_n), q * np.sqrt(big_n)]))
+    y = np.zeros(big_n)
+    y[x.shape[0] :] = 1.0
+    c = xm.shape[0] / big_n
+    m = design.shape[1]
+    beta = np.zeros(m)
+    beta[0] = np.log(c / (1 - c))
+    pen = np.full(m, ridge * big_n)
+    pen[0] = 0.0
+    eta = design @ beta
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        prob = expit(eta)
+        grad = design.T @ (y - prob) - pen * beta
+        if np.abs(grad).max() < 1e-10 * big_n:  # at the optimum (e.g. identical tables)
+            n_iter -= 1
+            break
+        w = prob * (1 - prob)
+        hess = dsyrk(1.0, design * np.sqrt(w)[:, None], trans=1, lower=0)
+        hess[np.diag_indices(m)] += pen
+        try:  # the ridge makes the Hessian positive definite; lstsq only if rounding says otherwise
+            step = cho_solve(cho_factor(hess, lower=False, overwrite_a=True), grad)
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(np.triu(hess) + np.triu(hess, 1).T, grad, rcond=None)[0]
+        d = design @ step
+        t = _line_search(eta, d, y, float(pen @ (beta * step)), float(pen @ (step * step)))
+        beta = beta + t * step
+        eta = eta + t * d
+        if np.abs(t * step).max() < 1e-9:
+            break
+    pmse = float(np.mean((expit(eta) - c) ** 2))
+    return PropensityFit(pmse=pmse, n_terms=len(terms), n_terms_total=total, rank=m - 1, n_iter=n_iter)
+
+
+def _line_search(
+    eta: NDArray[np.float64], d: NDArray[np.float64], y: NDArray[np.float64], pen_bs: float, pen_ss: float
+) -> float:
+    """argmax over t >= 0 of the penalised log-likelihood along the Newton step.
+
+    The function is concave in t and rising at 0, so its slope is bracketed ([0, hi] with the
+    slope < 0 at hi, found by doubling from 1) and the root of the slope found by Newton steps
+    kept inside the bracket, bisection otherwise.
+    """
+
+    def slope_curvature(t: float) -> tuple[float, float]:
+        prob = expit(eta + t * d)
+        return (
+            float(d @ (y - prob)) - pen_bs - t * pen_ss,
+            -float((d * d) @ (prob * (1 - prob))) - pen_ss,
+        )
+
+    lo, hi = 0.0, 1.0
+    slope, curv = slope_curvature(hi)
+    while slope > 0 and hi < 1e12:  # the optimum is beyond hi
+        lo, hi = hi, 2 * hi
+        slope, curv = slope_curvature(hi)
+    if slope > 0:
+        return hi
+    t = hi
+    for _ in range(60):
+        if slope > 0:
+            lo = t
+        else:
+            hi = t
+        nxt = t - slope / curv if curv < 0 else 0.5 * (lo + hi)
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+        if hi - lo < 1e-9 * max(1.0, hi) or abs(nxt - t) < 1e-12 * max(1.0, t):
+            return nxt
+        t = nxt
+        slope, curv = slope_curvature(t)
+    return t
 
 
 def propensity_utility(
@@ -211,69 +389,25 @@ def propensity_utility(
     *,
     degree: int = 3,
     ridge: float = 1e-6,
-    max_iter: int = 30,
+    max_iter: int = 100,
+    max_terms: int | Literal["auto"] | None = "auto",
+    seed: int = 0,
 ) -> float:
     """U_p = (1/N) sum_i (p_i - c)^2, c = n_m / N: the pMSE of a logistic model of "is masked".
 
     The model has an intercept and every monomial of degree 1..``degree`` of the columns
-    (standardised with the original mean and sd); the features are orthonormalised (QR, collinear
-    ones dropped) and fitted by Newton's method with a tiny ridge ``ridge`` for separable cases.
-    Degree <= 2 has a blind spot [notes §4]: U_p = 0 exactly for any release matching the mean and
-    covariance, hence the cubic default. In [0, c(1 - c)], 0 when the tables are indistinguishable.
-    Cost O(N F^2) per Newton step (at most ``max_iter``) with F = C(p + degree, degree) - 1 terms:
-    55 for 5 columns, 559 for 13 at degree 3 (seconds on a few thousand rows).
+    (standardised with the original mean and sd); with more monomials than ``max_terms``, every
+    single-column power and a seeded sample of the interactions (:func:`propensity_terms`; the
+    count used is in :func:`propensity_fit` and in :class:`UtilityTable`). The features are
+    orthonormalised (thin QR, collinear ones dropped) and fitted by Newton's method with exact line
+    search and a tiny ridge ``ridge`` for separable cases. Degree <= 2 has a blind spot [notes
+    §4]: U_p = 0 exactly for any release matching the mean and covariance, hence the cubic
+    default. In [0, c(1 - c)], 0 when the tables are indistinguishable. Cost O(N F^2) per Newton
+    step with F terms: 55 for 5 columns, 559 for 13 at degree 3; ``"auto"`` keeps N F^2 <= 1e9.
     """
-    if degree < 1:
-        raise ParameterError(f"degree={degree} must be >= 1 (3 by default: cubic terms).")
-    z = _standardized_like(x, np.vstack([x, xm]))
-    big_n = z.shape[0]
-    feats = polynomial_terms(z, degree)
-    feats = feats - feats.mean(axis=0)
-    fsd = feats.std(axis=0)
-    feats = feats[:, fsd > 1e-12 * max(float(fsd.max(initial=0.0)), 1.0)]
-    feats = feats / feats.std(axis=0) if feats.shape[1] else feats
-    if feats.shape[1]:  # orthonormal basis of the feature span (collinear directions dropped)
-        u, sv, _ = np.linalg.svd(feats, full_matrices=False)
-        q = u[:, sv > 1e-9 * sv[0]] * np.sqrt(big_n)
-    else:
-        q = feats
-    design = np.column_stack([np.ones(big_n), q])
-    y = np.zeros(big_n)
-    y[x.shape[0] :] = 1.0
-    c = xm.shape[0] / big_n
-    beta = np.zeros(design.shape[1])
-    beta[0] = np.log(c / (1 - c))
-    pen = np.full(design.shape[1], ridge * big_n)
-    pen[0] = 0.0
-
-    def objective(beta: NDArray[np.float64]) -> float:  # penalised log-likelihood (concave)
-        eta = design @ beta
-        return float(y @ eta - np.logaddexp(0.0, eta).sum() - 0.5 * pen @ beta**2)
-
-    current = objective(beta)
-    for _ in range(max_iter):
-        prob = expit(design @ beta)
-        grad = design.T @ (y - prob) - pen * beta
-        if np.abs(grad).max() < 1e-12 * big_n:  # already at the optimum (e.g. identical tables)
-            break
-        w = prob * (1 - prob)
-        hess = (design * w[:, None]).T @ design + np.diag(pen)
-        try:  # the ridge makes the Hessian positive definite; lstsq only if rounding says otherwise
-            step = cho_solve(cho_factor(hess), grad)
-        except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(hess, grad, rcond=None)[0]
-        t = 1.0
-        while t > 1e-8:  # backtracking: Newton steps overshoot on nearly separable data
-            trial = objective(beta + t * step)
-            if trial >= current - 1e-12 * abs(current):
-                break
-            t /= 2
-        beta = beta + t * step
-        gain, current = trial - current, trial
-        if np.abs(t * step).max() < 1e-9 or gain < 1e-12 * max(abs(current), 1.0):
-            break
-    prob = expit(design @ beta)
-    return float(np.mean((prob - c) ** 2))
+    return propensity_fit(
+        x, xm, degree=degree, ridge=ridge, max_iter=max_iter, max_terms=max_terms, seed=seed
+    ).pmse
 
 
 def negative_share(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
@@ -331,19 +465,43 @@ class UtilityTable:
     """Share of masked cells < 0 in columns that are >= 0 in the original (0..1)."""
     sdid_risk: float
     """SDID interval disclosure risk (0..1; 1 when unmasked)."""
+    propensity_terms: int = 0
+    """Polynomial terms in the propensity model of U_p (0 when U_p was not computed)."""
+    propensity_terms_total: int = 0
+    """Polynomial terms of degree 1..degree there are; more than ``propensity_terms`` when the
+    interactions were sampled (see :func:`propensity_terms`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (stable keys)."""
+        """Plain JSON-ready dict (stable keys): the measures, then the two term counts."""
         return asdict(self)
 
     def rows(self) -> list[tuple[str, float]]:
-        """(name, value) pairs in a fixed order."""
-        return [(f.name, float(getattr(self, f.name))) for f in fields(self)]
+        """(name, value) pairs of the measures in a fixed order (NaN: not computed)."""
+        return [(f.name, float(getattr(self, f.name))) for f in fields(self) if f.name not in _COUNTS]
 
     def to_frame(self) -> pl.DataFrame:
-        """The table as a polars DataFrame with columns ``measure`` and ``value``."""
+        """The measures as a polars DataFrame with columns ``measure`` and ``value``."""
         names, values = zip(*self.rows(), strict=True)
         return pl.DataFrame({"measure": list(names), "value": list(values)})
+
+    @property
+    def propensity_note(self) -> str:
+        """One line on the terms behind U_p: all of them, or how many were sampled."""
+        if not self.propensity_terms:
+            return "U_p not computed"
+        if self.propensity_terms >= self.propensity_terms_total:
+            return f"U_p: logistic model on all {self.propensity_terms:,} polynomial terms"
+        return (
+            f"U_p: logistic model on {self.propensity_terms:,} of the {self.propensity_terms_total:,} "
+            "polynomial terms (every single-column power and a seeded sample of the interactions)"
+        )
+
+
+_COUNTS = ("propensity_terms", "propensity_terms_total")
+
+Level = Literal["basic", "full"]
+"""Which measures :func:`utility_table` computes: ``"full"`` (all), ``"basic"`` (all but the three
+that fit a model or sample: U_m/U_s, U_c and U_p, which are NaN)."""
 
 
 def utility_measures(
@@ -355,8 +513,32 @@ def utility_measures(
     max_points: int | None = 2000,
     sdid_k: float = 0.05,
     seed: int = 0,
+    max_terms: int | Literal["auto"] | None = "auto",
+    level: Level = "full",
 ) -> UtilityTable:
-    """All measures for row-aligned arrays ``x`` (original) and ``xm`` (masked), both (n, p)."""
+    """All measures for row-aligned arrays ``x`` (original) and ``xm`` (masked), both (n, p).
+
+    ``level="basic"`` leaves out (as NaN) the ECDF, cluster and propensity measures. BLAS runs on
+    one thread here: these matrices are too small to gain from more, and on a busy machine
+    spinning BLAS threads made the table ten times slower.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _measures(x, xm, degree, n_clusters, max_points, sdid_k, seed, max_terms, level)
+
+
+def _measures(
+    x: NDArray[np.float64],
+    xm: NDArray[np.float64],
+    degree: int,
+    n_clusters: int | None,
+    max_points: int | None,
+    sdid_k: float,
+    seed: int,
+    max_terms: int | Literal["auto"] | None,
+    level: Level,
+) -> UtilityTable:
+    if level not in ("basic", "full"):
+        raise ParameterError(f"level={level!r}: use 'basic' or 'full'.")
     if x.shape != xm.shape:
         raise ParameterError(
             f"original {x.shape} and masked {xm.shape} must have the same shape (rows correspond)."
@@ -367,7 +549,15 @@ def utility_measures(
         cor, cor_m = np.atleast_2d(np.corrcoef(x, rowvar=False)), np.atleast_2d(np.corrcoef(xm, rowvar=False))
     sk, ku = _moments3(x)
     sk_m, ku_m = _moments3(xm)
-    u_m, u_s = ecdf_utility(x, xm, max_points=max_points, seed=seed)
+    nan = float("nan")
+    if level == "full":
+        u_m, u_s = ecdf_utility(x, xm, max_points=max_points, seed=seed)
+        u_c = cluster_utility(x, xm, n_clusters=n_clusters, seed=seed)
+        fit = propensity_fit(x, xm, degree=degree, max_terms=max_terms, seed=seed)
+        u_p, n_terms, n_total = fit.pmse, fit.n_terms, fit.n_terms_total
+    else:
+        u_m = u_s = u_c = u_p = nan
+        n_terms = n_total = 0
     return UtilityTable(
         information_loss_pct=information_loss(x, xm),
         il1s=il1s(x, xm),
@@ -381,10 +571,12 @@ def utility_measures(
         regression_change=relative_change(_regression_coefficients(z), _regression_coefficients(zm)),
         ecdf_max=u_m,
         ecdf_mean_square=u_s,
-        cluster=cluster_utility(x, xm, n_clusters=n_clusters, seed=seed),
-        propensity=propensity_utility(x, xm, degree=degree),
+        cluster=u_c,
+        propensity=u_p,
         negative_share=negative_share(x, xm),
         sdid_risk=interval_disclosure(x, xm, k=sdid_k),
+        propensity_terms=n_terms,
+        propensity_terms_total=n_total,
     )
 
 
@@ -398,6 +590,8 @@ def utility_table(
     max_points: int | None = 2000,
     sdid_k: float = 0.05,
     seed: int = 0,
+    max_terms: int | Literal["auto"] | None = "auto",
+    level: Level = "full",
 ) -> UtilityTable:
     """Every utility and risk measure of ``masked`` against ``original`` (rows correspond).
 
@@ -408,7 +602,11 @@ def utility_table(
     n_clusters : clusters G for U_c (default max(2, min(50, N // 100))).
     max_points : evaluation points for the ECDF measures (None: all merged rows).
     sdid_k : half-width of the SDID interval, in original sd units.
-    seed : seeds k-means and the ECDF evaluation sample.
+    seed : seeds k-means, the ECDF evaluation sample and the sample of propensity terms.
+    max_terms : most polynomial terms in the propensity model (``"auto"``: N F^2 <= 1e9, which
+        keeps all 559 cubic terms of 13 columns on 1,080 + 1,080 rows; None: all terms). The
+        table records how many were used (``propensity_terms`` of ``propensity_terms_total``).
+    level : ``"full"`` (every measure) or ``"basic"`` (no ECDF, cluster or propensity measure).
 
     Examples
     --------
@@ -421,5 +619,13 @@ def utility_table(
     x, names = numeric_matrix(original, columns, min_rows=2)
     xm, _ = numeric_matrix(masked, list(names), min_rows=2)
     return utility_measures(
-        x, xm, degree=degree, n_clusters=n_clusters, max_points=max_points, sdid_k=sdid_k, seed=seed
+        x,
+        xm,
+        degree=degree,
+        n_clusters=n_clusters,
+        max_points=max_points,
+        sdid_k=sdid_k,
+        seed=seed,
+        max_terms=max_terms,
+        level=level,
     )

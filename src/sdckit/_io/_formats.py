@@ -1,0 +1,199 @@
+"""Reading options of text files, and the readers of spreadsheet, SPSS/Stata/SAS and R files.
+
+Text files (CSV, TSV) take :class:`ReadOptions`: the separator (sniffed when not given), the
+encoding, the decimal mark and the strings that mean "missing". Spreadsheets (``.xlsx``, ``.xls``,
+``.ods``) are read with polars' Excel reader (fastexcel); SPSS (``.sav``, ``.zsav``, ``.por``),
+Stata (``.dta``), SAS (``.sas7bdat``, ``.xpt``) with pyreadstat, value labels applied so that a
+labelled column holds its labels as categories; R (``.rds``, ``.RData``, ``.rda``) with pyreadr,
+factors as categories. These three libraries are the optional extra ``sdckit[formats]``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from sdckit.errors import ParameterError, UnreadableInputError
+
+DEFAULT_NA: tuple[str, ...] = ("", "NA", "NaN")
+"""Strings read as missing by default: empty, R's ``NA`` (what ``write.csv`` writes) and ``NaN``."""
+
+_SNIFFED = (",", ";", "\t", "|")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a text file is read; every command takes the same four as options.
+
+    Attributes
+    ----------
+    separator : the field separator; None sniffs it from the first lines (comma, semicolon, tab
+        or bar; a tab for ``.tsv`` when sniffing is unsure, else a comma).
+    encoding : the text encoding, e.g. ``"utf-8"`` (default; a byte-order mark is skipped),
+        ``"latin-1"``, ``"cp1252"``.
+    decimal : the decimal mark, ``"."`` or ``","`` (then the separator cannot be a comma).
+    na_values : the strings that mean missing, compared after surrounding blanks are stripped.
+    """
+
+    separator: str | None = None
+    encoding: str = "utf-8"
+    decimal: str = "."
+    na_values: tuple[str, ...] = DEFAULT_NA
+
+    def __post_init__(self) -> None:
+        if self.separator is not None and len(self.separator) != 1:
+            raise ParameterError(
+                f"separator={self.separator!r} must be one character, e.g. ';' or '\\t' (or None to sniff it)."
+            )
+        if self.decimal not in (".", ","):
+            raise ParameterError(f"decimal={self.decimal!r}: use '.' or ','.")
+        if self.decimal == "," and self.separator == ",":
+            raise ParameterError(
+                "decimal=',' and separator=',' cannot both hold: a file with decimal commas separates "
+                "its fields with another character, e.g. separator=';'."
+            )
+        try:
+            "".encode(self.encoding)
+        except LookupError:
+            raise ParameterError(
+                f"encoding={self.encoding!r} is not an encoding Python knows; use e.g. 'utf-8', 'latin-1' "
+                "or 'cp1252'."
+            ) from None
+        if isinstance(self.na_values, str):
+            object.__setattr__(self, "na_values", (self.na_values,))
+        object.__setattr__(self, "na_values", tuple(str(v) for v in self.na_values))
+
+    @property
+    def is_utf8(self) -> bool:
+        """Whether polars can read the bytes as they are."""
+        return self.encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig")
+
+
+def sniff_separator(sample: str, *, fallback: str, decimal: str = ".") -> str:
+    """The separator of a text sample (its first lines): comma, semicolon, tab or bar.
+
+    Of the candidates found in the header line, the one found as many times on the most lines
+    (a malformed line does not change the verdict; its error then names it); ``fallback`` when
+    the header holds none. With ``decimal=","`` the comma is no candidate.
+    """
+    candidates = [s for s in _SNIFFED if not (decimal == "," and s == ",")]
+    lines = [ln for ln in sample.splitlines() if ln.strip()][:50]
+    if len(lines) > 1 and not sample.endswith(("\n", "\r")):
+        lines = lines[:-1]  # the last line of a sample can be cut short
+    if not lines:
+        return fallback
+    best, best_score = fallback, 0
+    for sep in candidates:
+        width = lines[0].count(sep)
+        if width == 0:
+            continue
+        score = sum(ln.count(sep) == width for ln in lines)
+        if score > best_score:
+            best, best_score = sep, score
+    return best
+
+
+_EXTRA = "pip install 'sdckit[formats]'"
+
+
+def _require(module: str, ending: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UnreadableInputError(
+            f"reading {ending} files needs the Python package {module}, which is not installed. "
+            f"Install the optional readers with {_EXTRA} (or pip install {module})."
+        ) from None
+
+
+def read_excel(path: Path) -> pl.DataFrame:
+    """The first sheet of an ``.xlsx``, ``.xls`` or ``.ods`` file (its first row is the header)."""
+    _require("fastexcel", path.suffix.lower())
+    return pl.read_excel(path, engine="calamine")
+
+
+def read_stat(path: Path, ending: str, encoding: str | None = None) -> pl.DataFrame:
+    """An SPSS, Stata or SAS file; value labels become the values (as categories).
+
+    SPSS user-missing values and the system-missing value are read as missing (null).
+    """
+    pyreadstat = _require("pyreadstat", ending)
+    reader = {
+        ".sav": pyreadstat.read_sav,
+        ".zsav": pyreadstat.read_sav,
+        ".por": pyreadstat.read_por,
+        ".dta": pyreadstat.read_dta,
+        ".sas7bdat": pyreadstat.read_sas7bdat,
+        ".xpt": pyreadstat.read_xport,
+    }[ending]
+    kwargs: dict[str, Any] = {"output_format": "polars"}
+    if ending in (".sav", ".zsav", ".por", ".dta"):  # SAS keeps its formats in a separate catalog file
+        kwargs |= {"apply_value_formats": True, "formats_as_category": True}
+    if encoding is not None and ending != ".por":
+        kwargs["encoding"] = encoding
+    df, _meta = reader(str(path), **kwargs)
+    return _labels_as_categories(df)
+
+
+def _labels_as_categories(df: pl.DataFrame) -> pl.DataFrame:
+    """Columns whose every value carries a label are categorical; text columns stay text."""
+    return df.with_columns(
+        pl.col(c).cast(pl.String).cast(pl.Categorical) for c, t in df.schema.items() if t == pl.Enum or t == pl.Object
+    )
+
+
+def read_r(path: Path, ending: str) -> pl.DataFrame:
+    """The one data frame of an ``.rds`` file, or of an ``.RData``/``.rda`` file holding one.
+
+    Factors become categories; ``NA`` is missing.
+    """
+    pyreadr = _require("pyreadr", ending)
+    try:
+        result = pyreadr.read_r(str(path), output_format="polars")
+    except pyreadr.custom_errors.PyreadrError as err:
+        raise UnreadableInputError(
+            f"cannot read {path.name!r} as an R file: {err}. Save the data frame with saveRDS(df, "
+            "'data.rds') or write.csv(df, 'data.csv', row.names = FALSE)."
+        ) from None
+    frames = {name: df for name, df in result.items() if isinstance(df, pl.DataFrame)}
+    if len(frames) != 1:
+        what = ", ".join(repr(n) for n in frames) if frames else "no data frame"
+        raise UnreadableInputError(
+            f"{path.name!r} holds {what}; sdckit reads a file with one data frame. In R, save the one "
+            "you mean alone, e.g. saveRDS(df, 'data.rds')."
+        )
+    return _labels_as_categories(next(iter(frames.values())))
+
+
+def apply_na_values(df: pl.DataFrame, na_values: Sequence[str]) -> pl.DataFrame:
+    """Text cells equal to one of ``na_values`` (after stripping blanks) become null."""
+    marks = [v for v in na_values if v != ""]
+    text = [c for c, t in df.schema.items() if t == pl.String]
+    if not marks or not text:
+        return df
+    return df.with_columns(
+        pl.when(pl.col(c).str.strip_chars().is_in(marks)).then(None).otherwise(pl.col(c)).alias(c) for c in text
+    )
+
+
+READERS = {
+    ".xlsx": "excel",
+    ".xlsm": "excel",
+    ".xls": "excel",
+    ".ods": "excel",
+    ".sav": "stat",
+    ".zsav": "stat",
+    ".por": "stat",
+    ".dta": "stat",
+    ".sas7bdat": "stat",
+    ".xpt": "stat",
+    ".rds": "r",
+    ".rdata": "r",
+    ".rda": "r",
+}
+"""Endings read by the optional readers (``sdckit[formats]``)."""
