@@ -9,6 +9,8 @@ from sdckit.risk._bounds import joint_exposure_bound
 from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
+from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk
+from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._statistical import (
@@ -18,29 +20,40 @@ from sdckit.risk._statistical import (
     statistical_exposure,
 )
 from sdckit.risk._statistical_bound import statistical_exposure_bound
+from sdckit.risk._suda import Suda2Result, SudaMissing, suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 
 __all__ = [
     "BoundMethod",
     "ColumnRisk",
+    "DiversityKind",
     "ExposureCurve",
+    "IndividualRisk",
     "IntervalMethod",
+    "LDiversity",
     "Marginals",
     "ReleasePlan",
     "RiskSummary",
+    "SensitiveDiversity",
     "Setting",
     "StatisticalExposure",
+    "Suda2Result",
+    "SudaMissing",
+    "benedetti_franconi",
     "entropy",
     "entropy_exposure_bound",
     "entropy_exposure_bound_sharp",
     "estimate_statistical_exposure",
     "exposure",
     "exposure_curve",
+    "individual_risk",
     "joint_exposure_bound",
+    "l_diversity",
     "plan_release",
     "plugin_exposure",
     "record_risk",
     "risk_summary",
     "statistical_exposure",
     "statistical_exposure_bound",
+    "suda2",
 ]

@@ -116,3 +116,19 @@ def n_distinct(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: list[str])
 
 def log2_safe(x: float) -> float:
     return math.log2(x) if x > 0 else -math.inf
+
+
+def weighted_group_sizes(
+    frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: list[str], weights: str
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Per group of ``columns`` (any order, aligned): f_k, its rows, and F_k, the sum of ``weights``.
+
+    Counted where the data lives (one narwhals ``group_by``); only one row per group is collected.
+    """
+    out = frame.group_by(*columns).agg(nw.len().alias("__f"), nw.col(weights).sum().alias("__F"))
+    if isinstance(out, nw.LazyFrame):
+        out = out.collect()
+    return (
+        np.asarray(out["__f"].to_numpy(), dtype=np.int64),
+        np.asarray(out["__F"].to_numpy(), dtype=np.float64),
+    )
