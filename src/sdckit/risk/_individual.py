@@ -110,7 +110,7 @@ class IndividualRisk:
         edges = np.asarray(_HIST_EDGES)
         idx = np.clip(np.searchsorted(edges, self.risk, side="left") - 1, 0, len(edges) - 2)
         counts = np.bincount(idx, minlength=len(edges) - 1)
-        labels = [f"[0, {edges[1]:g}]"] + [f"({a:g}, {b:g}]" for a, b in itertools.pairwise(edges)]
+        labels = [f"[0, {edges[1]:g}]"] + [f"({a:g}, {b:g}]" for a, b in itertools.pairwise(edges[1:])]
         return list(zip(labels, counts.astype(int).tolist(), strict=True))
 
     def to_frame(self) -> pl.DataFrame:
