@@ -199,9 +199,11 @@ def test_missing_keys_and_pandas_input() -> None:
     r = individual_risk(pdf, ["a"], weights="w")
     assert r.sample_frequency.tolist() == [2, 2, 2, 2, 1]  # the two missing rows form a group
     dropped = individual_risk(pdf, ["a"], weights="w", missing="drop")
-    assert dropped.n == 3 and dropped.n_dropped == 2
+    assert dropped.n == 3
+    assert dropped.n_dropped == 2
     assert dropped.population_frequency.tolist() == [4.0, 4.0, 5.0]
     out = record_risk(pdf, ["a"], weights="w", k=2)
     assert isinstance(out, pd.DataFrame)
     assert out["risk_population_size"].tolist() == [4.0, 4.0, 6.0, 6.0, 5.0]
-    assert r.n_above(0.5) == 0 and r.above(0.0).all()
+    assert r.n_above(0.5) == 0
+    assert r.above(0.0).all()

@@ -31,7 +31,7 @@ def brute(
         counts = sorted(Counter(values).values(), reverse=True)
         n = len(values)
         h = -sum(v / n * math.log(v / n) for v in counts)
-        rec = max((l for l in range(1, len(counts) + 1) if counts[0] < c * sum(counts[l - 1 :])), default=0)
+        rec = max((ell for ell in range(1, len(counts) + 1) if counts[0] < c * sum(counts[ell - 1 :])), default=0)
         out[key] = {"size": n, "distinct": len(counts), "entropy": math.exp(h), "recursive": rec}
     return out
 
@@ -44,7 +44,8 @@ def adult() -> pl.DataFrame:
 def test_adult_matches_brute_force(adult: pl.DataFrame) -> None:
     ld = l_diversity(adult, QI, SENSITIVE)
     rows = list(adult.select(QI).iter_rows())
-    assert ld.n == len(rows) and ld.n_groups == len(set(rows))
+    assert ld.n == len(rows)
+    assert ld.n_groups == len(set(rows))
     for s in SENSITIVE:
         ref = brute(rows, adult[s].to_list())
         col = ld[s]
@@ -53,16 +54,17 @@ def test_adult_matches_brute_force(adult: pl.DataFrame) -> None:
         assert int(col.recursive_l.min()) == min(g["recursive"] for g in ref.values())
         assert sorted(col.distinct.tolist()) == sorted(g["distinct"] for g in ref.values())
         assert sorted(col.recursive_l.tolist()) == sorted(g["recursive"] for g in ref.values())
-        for l in (2, 3, 5):
+        for ell in (2, 3, 5):
             for kind in ("distinct", "entropy", "recursive"):
-                bad = sum(g["size"] for g in ref.values() if g[kind] < l)
-                assert ld.not_diverse(l, kind=kind, column=s) == pytest.approx(bad / ld.n)  # type: ignore[arg-type]
+                bad = sum(g["size"] for g in ref.values() if g[kind] < ell)
+                assert ld.not_diverse(ell, kind=kind, column=s) == pytest.approx(bad / ld.n)  # type: ignore[arg-type]
     # any sensitive column failing: the union of the groups
     refs = [brute(rows, adult[s].to_list()) for s in SENSITIVE]
     bad = sum(g["size"] for key, g in refs[0].items() if any(r[key]["distinct"] < 2 for r in refs))
     assert ld.not_diverse(2) == pytest.approx(bad / ld.n)
     d = ld.to_dict()
-    assert d["per_column"][0]["column"] == "income" and d["not_2_diverse"] == pytest.approx(bad / ld.n)
+    assert d["per_column"][0]["column"] == "income"
+    assert d["not_2_diverse"] == pytest.approx(bad / ld.n)
 
 
 def _tv(p: dict[object, float], q: dict[object, float]) -> float:
@@ -109,7 +111,7 @@ def test_t_closeness_and_forms_match_brute_force(rows: list[tuple[int, int, str]
     ),
     st.sampled_from([1.0, 2.0, 3.0]),
 )
-def test_monotone_under_merging_groups(rows: list[tuple[int, int, str]], l: float) -> None:
+def test_monotone_under_merging_groups(rows: list[tuple[int, int, str]], ell: float) -> None:
     df = pl.DataFrame({"a": [r[0] for r in rows], "b": [r[1] for r in rows], "s": [r[2] for r in rows]})
     fine = l_diversity(df, ["a", "b"], ["s"])
     coarse = l_diversity(df, ["a"], ["s"])  # dropping b merges the groups of each a
@@ -117,7 +119,7 @@ def test_monotone_under_merging_groups(rows: list[tuple[int, int, str]], l: floa
     for fewer in (coarse, merged):
         assert fewer.l >= fine.l
         for kind in ("distinct", "entropy", "recursive"):
-            assert fewer.not_diverse(l, kind=kind) <= fine.not_diverse(l, kind=kind) + 1e-12  # type: ignore[arg-type]
+            assert fewer.not_diverse(ell, kind=kind) <= fine.not_diverse(ell, kind=kind) + 1e-12  # type: ignore[arg-type]
             assert fewer["s"].values(kind).min() >= fine["s"].values(kind).min() - 1e-12  # type: ignore[arg-type]
 
 

@@ -114,7 +114,8 @@ def test_scores_match_sdcmicro_on_testdata() -> None:
     assert r.n_special == PEER_N_SPECIAL
     assert r.dis_scores.sum() == pytest.approx(PEER_SUM_DIS, abs=1e-5)
     d = r.to_dict()
-    assert d["n_special"] == 157 and sum(b["n_records"] for b in d["dis_histogram"]) == 4580
+    assert d["n_special"] == 157
+    assert sum(b["n_records"] for b in d["dis_histogram"]) == 4580
     assert r.to_frame().height == 4580
 
 
