@@ -118,9 +118,13 @@ def test_monotone_under_merging_groups(rows: list[tuple[int, int, str]], ell: fl
     merged = l_diversity(df.with_columns((pl.col("a") // 2).alias("a")), ["a", "b"], ["s"])
     for fewer in (coarse, merged):
         assert fewer.l >= fine.l
+        # a table that is l-diverse stays so when groups merge, for all three forms (Machanavajjhala
+        # et al. 2007, monotonicity): the smallest group l never falls
         for kind in ("distinct", "entropy", "recursive"):
-            assert fewer.not_diverse(ell, kind=kind) <= fine.not_diverse(ell, kind=kind) + 1e-12  # type: ignore[arg-type]
             assert fewer["s"].values(kind).min() >= fine["s"].values(kind).min() - 1e-12  # type: ignore[arg-type]
+        # the share of users in groups with too few distinct values never grows (a merged group has
+        # at least as many values as each part); for entropy and recursive l it can: {x, y} + {x}
+        assert fewer.not_diverse(ell) <= fine.not_diverse(ell) + 1e-12
 
 
 def test_errors_and_missing() -> None:
