@@ -132,3 +132,46 @@ def weighted_group_sizes(
         np.asarray(out["__f"].to_numpy(), dtype=np.int64),
         np.asarray(out["__F"].to_numpy(), dtype=np.float64),
     )
+
+
+def group_ids(df: pl.DataFrame, columns: list[str]) -> tuple[NDArray[np.int64], int]:
+    """Dense group id (0..g-1) of each row of an eager frame on ``columns``, and the number of groups g.
+
+    Mixed-radix keys over dense column codes (nulls are one more value) when every column is
+    integer, boolean, categorical or text; polars ``group_by`` otherwise. Ids follow the key order,
+    not the order of first appearance.
+    """
+    n = df.height
+    parts: list[tuple[NDArray[np.int64], int]] = []
+    total = 1
+    for c in columns:
+        got = _codes(df[c])
+        if got is None:
+            break
+        parts.append(got)
+        total *= got[1]
+        if total > _KEY_MAX:
+            break
+    else:
+        key = np.zeros(n, dtype=np.int64)
+        for codes, radix in parts:
+            key *= radix
+            key += codes
+        if total <= max(_BINCOUNT_MAX, 2 * n):
+            present = np.bincount(key, minlength=0) > 0
+            remap = np.cumsum(present) - 1
+            return np.asarray(remap[key], dtype=np.int64), int(present.sum())
+        uniq, inverse = np.unique(key, return_inverse=True)
+        return np.asarray(inverse.reshape(-1), dtype=np.int64), int(uniq.size)
+    groups = (
+        df.select(columns)
+        .with_row_index("__i")
+        .group_by(columns, maintain_order=True)
+        .agg(pl.col("__i"))
+        .with_row_index("__g")
+        .select("__g", "__i")
+        .explode("__i")
+    )
+    ids = np.empty(n, dtype=np.int64)
+    ids[groups["__i"].to_numpy()] = groups["__g"].to_numpy()
+    return ids, (int(ids.max()) + 1 if n else 0)

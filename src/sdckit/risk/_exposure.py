@@ -352,15 +352,16 @@ def record_risk(
                 f"the table already has a column {name!r}; rename it before calling record_risk."
             )
     df, cols, w, _ = read_keys_and_weights(data, columns, weights, what="record_risk")
-    size, big_f = group_frequencies(df, cols, w)
+    f_g, big_g, ids = group_frequencies(df, cols, w)
+    if weights is not None:
+        check_population_counts(f_g, big_g, weights)
+    size = f_g[ids]
     out: dict[str, NDArray[Any]] = {"risk_group_size": size, "risk_is_unique": size == 1}
     if thr is not None:
         out["risk_below_k"] = size <= thr
+    out["risk_individual"] = benedetti_franconi(f_g, big_g)[ids]
     if weights is not None:
-        check_population_counts(size, big_f, weights)
-    out["risk_individual"] = benedetti_franconi(size, big_f)
-    if weights is not None:
-        out["risk_population_size"] = big_f
+        out["risk_population_size"] = big_g[ids]
     return like_input(data, out)
 
 

@@ -188,7 +188,7 @@ def individual_risk(
         data, columns, weights, missing=missing, what="individual_risk"
     )
     warn_weight_columns(cols)
-    fk, big_f = group_frequencies(df, cols, w)
+    fk, big_f, ids = group_frequencies(df, cols, w)
     if weights is not None:
         check_population_counts(fk, big_f, weights)
     return IndividualRisk(
@@ -196,7 +196,7 @@ def individual_risk(
         weights=weights,
         n=df.height,
         n_dropped=n_dropped,
-        risk=benedetti_franconi(fk, big_f),
-        sample_frequency=fk,
-        population_frequency=big_f,
+        risk=benedetti_franconi(fk, big_f)[ids],  # one value per key, then per record
+        sample_frequency=fk[ids],
+        population_frequency=big_f[ids],
     )

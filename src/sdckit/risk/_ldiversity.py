@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, MissingPolicy, read_data
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import check_groupable, warn_weight_columns
+from sdckit.risk._counting import group_ids
 
 DiversityKind: TypeAlias = Literal["distinct", "entropy", "recursive"]
 """Which l-diversity a group is measured by (see :func:`l_diversity`)."""
@@ -270,23 +271,18 @@ def l_diversity(
     frame = d.frame.collect() if isinstance(d.frame, nw.LazyFrame) else d.frame
     df = frame.to_polars()
     n = df.height
-    groups = (
-        df.select(qi_list)
-        .with_row_index("__i")
-        .group_by(qi_list, maintain_order=True)
-        .agg(pl.col("__i"))
-        .with_row_index("__g")
-        .select("__g", "__i")
-        .explode("__i")
-    )
-    gid = np.empty(n, dtype=np.int64)
-    gid[groups["__i"].to_numpy()] = groups["__g"].to_numpy()
-    n_groups = int(gid.max()) + 1
+    gid, n_groups = group_ids(df, qi_list)
     sizes = np.bincount(gid, minlength=n_groups).astype(np.int64)
     per: list[SensitiveDiversity] = []
     for s in sens_list:
         code, m = _codes(df[s])
-        pair, cnt = np.unique(gid * m + code, return_counts=True)
+        pair_key = gid * m + code
+        if n_groups * m <= max(1 << 22, 2 * n):  # dense: one bincount, no sort
+            dense = np.bincount(pair_key, minlength=n_groups * m)
+            pair = np.flatnonzero(dense)
+            cnt = dense[pair]
+        else:
+            pair, cnt = np.unique(pair_key, return_counts=True)
         pg = pair // m
         distinct = np.bincount(pg, minlength=n_groups).astype(np.int64)
         share = cnt / sizes[pg]

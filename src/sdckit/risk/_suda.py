@@ -40,6 +40,50 @@ _DIS_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 @numba.njit(cache=True)
+def _fill_shared(
+    x: NDArray[np.int32],
+    mask: int,
+    card: NDArray[np.int64],
+    out: NDArray[np.uint8],
+    hkeys: NDArray[np.int64],
+    hcnt: NDArray[np.int64],
+    rowslot: NDArray[np.int64],
+) -> bool:
+    """out[r] = 1 when another row agrees with row r on the columns of ``mask`` (missing, code -1,
+    agrees only with missing), by one pass with an open-addressing hash table; False when the
+    mixed-radix key of the columns would overflow (the caller then scans)."""
+    n, m = x.shape
+    span = 1.0
+    for j in range(m):
+        if (mask >> j) & 1:
+            span *= card[j] + 1
+    if span > 4.0e18:
+        return False
+    size = hkeys.shape[0]
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    golden = np.uint64(11400714819323198485)
+    hkeys[:] = -1
+    hcnt[:] = 0
+    for r in range(n):
+        key = 0
+        for j in range(m):
+            if (mask >> j) & 1:
+                key = key * (card[j] + 1) + (x[r, j] + 1)
+        h = np.int64((np.uint64(key) * golden) >> shift)
+        while hkeys[h] != -1 and hkeys[h] != key:
+            h = (h + 1) & (size - 1)
+        hkeys[h] = key
+        hcnt[h] += 1
+        rowslot[r] = h
+    for r in range(n):
+        out[r] = 1 if hcnt[rowslot[r]] >= 2 else 0
+    return True
+
+
+@numba.njit(cache=True)
 def _is_minimal(
     x: NDArray[np.int32],
     r: int,
@@ -51,6 +95,7 @@ def _is_minimal(
     item_rows: NDArray[np.int64],
     anc: NDArray[np.int64],
     anc_len: NDArray[np.int64],
+    cache: tuple[Any, ...],
 ) -> bool:
     """Is the itemset path[0..depth] (unique for row r) minimal: is each subset without one of the
     items path[0..depth-2] shared by another row? (The caller checked the subset without the last
@@ -58,9 +103,32 @@ def _is_minimal(
 
     A row sharing the subset without item ``drop`` lies in the ancestor table of depth ``drop``
     (rows holding path[0..drop-1]) and in the row list of every remaining item: the shorter of the
-    ancestor table and the rarest item's list is scanned.
+    ancestor table and the rarest item's list is scanned -- unless the column set is in ``cache``:
+    (slot per column mask, shared flags per slot and row, slots used, column cardinalities, hash
+    scratch), filled once per column set that occurs, after which each check is one lookup.
+    Checks run from the deepest ancestor up (a failure is usually found in a small table).
     """
-    for drop in range(depth - 1):
+    slot, shared, used, card, hkeys, hcnt, rowslot = cache
+    full = 0
+    for t in range(depth + 1):
+        full |= 1 << path_j[t]
+    for drop in range(depth - 2, -1, -1):
+        if slot.shape[0] > 1:
+            mask = full & ~(1 << path_j[drop])
+            sl = slot[mask]
+            if sl == -1:
+                if used[0] < shared.shape[0] and _fill_shared(
+                    x, mask, card, shared[used[0]], hkeys, hcnt, rowslot
+                ):
+                    sl = used[0]
+                    used[0] += 1
+                else:
+                    sl = -2
+                slot[mask] = sl
+            if sl >= 0:
+                if shared[sl, r] == 0:
+                    return False
+                continue
         best = -1
         best_len = 1 << 62
         for t in range(drop + 1, depth + 1):
@@ -120,6 +188,8 @@ def _node(
     msu: NDArray[np.int64],
     anc: NDArray[np.int64],
     anc_len: NDArray[np.int64],
+    cache: tuple[Any, ...],
+    bufs: NDArray[np.int64],
 ) -> None:
     """Find the MSUs of the sub-table ``rows`` (records holding path[0..depth-1]) on columns >= j0.
 
@@ -138,9 +208,9 @@ def _node(
             v = x[r, j]
             if v >= 0:
                 here[offs[j] + v] += 1
-    order = np.empty(nr, dtype=np.int64)
-    gstart = np.empty(nr, dtype=np.int64)
-    gsize = np.empty(nr, dtype=np.int64)
+    order = bufs[0, depth]
+    gstart = bufs[1, depth]
+    gsize = bufs[2, depth]
     for j in range(j0, m):
         base = offs[j]
         # items of column j held by one record of this table: candidate MSUs path + (j, v)
@@ -152,7 +222,7 @@ def _node(
                 if depth > 0 and cnt[depth - 1, base + v] == 1:
                     continue
                 path_v[depth] = v
-                if _is_minimal(x, r, depth, path_j, path_v, offs, item_ptr, item_rows, anc, anc_len):
+                if _is_minimal(x, r, depth, path_j, path_v, offs, item_ptr, item_rows, anc, anc_len, cache):
                     msu[r, depth] += 1
         if j + 1 < m:
             # counting sort of the rows whose item (j, v) is shared, one segment per value
@@ -196,7 +266,7 @@ def _node(
                     path_v[depth] = x[order[s0], j]
                     _node(
                         x,
-                        order[s0:s1].copy(),
+                        order[s0:s1],
                         j + 1,
                         depth + 1,
                         path_j,
@@ -212,6 +282,8 @@ def _node(
                         msu,
                         anc,
                         anc_len,
+                        cache,
+                        bufs,
                     )
                     path_j[depth] = j
     for a in range(nr):
@@ -220,6 +292,82 @@ def _node(
             v = x[r, j]
             if v >= 0:
                 here[offs[j] + v] = 0
+
+
+@numba.njit(cache=True)
+def suffix_codes(x: NDArray[np.int32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Dense code of each row on the columns j..m-1, for every j (column m: all 0), and the number
+    of codes per j. Missing (-1) is one more value. One pass per column with a remap table (a dense
+    table while the key range stays below 8 n, a sort beyond)."""
+    n, m = x.shape
+    suf = np.zeros((n, m + 1), dtype=np.int64)
+    ncodes = np.ones(m + 1, dtype=np.int64)
+    for j in range(m - 1, -1, -1):
+        radix = 1
+        for r in range(n):
+            radix = max(radix, x[r, j] + 2)
+        size = ncodes[j + 1] * radix
+        key = np.empty(n, dtype=np.int64)
+        for r in range(n):
+            key[r] = suf[r, j + 1] * radix + x[r, j] + 1
+        nxt = 0
+        if size <= 8 * n + 64:
+            table = np.full(size, -1, dtype=np.int64)
+            for r in range(n):
+                k = key[r]
+                if table[k] < 0:
+                    table[k] = nxt
+                    nxt += 1
+                suf[r, j] = table[k]
+        else:
+            order = np.argsort(key)
+            prev = -1
+            for a in range(n):
+                r = order[a]
+                if a == 0 or key[r] != prev:
+                    if a > 0:
+                        nxt += 1
+                    prev = key[r]
+                suf[r, j] = nxt
+            nxt += 1
+        ncodes[j] = nxt
+    return suf, ncodes
+
+
+@numba.njit(cache=True)
+def _first_two(group: NDArray[np.int64], n_groups: int) -> NDArray[np.bool_]:
+    """Keep the first two rows of each group."""
+    seen = np.zeros(n_groups, dtype=np.int64)
+    keep = np.zeros(group.shape[0], dtype=np.bool_)
+    for r in range(group.shape[0]):
+        g = group[r]
+        if seen[g] < 2:
+            keep[r] = True
+        seen[g] += 1
+    return keep
+
+
+@numba.njit(cache=True)
+def _item_lists(x: NDArray[np.int32], offs: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """CSR of the rows holding each item (column j, value v), item index offs[j] + v; counting sort."""
+    n, m = x.shape
+    n_items = offs[m]
+    ptr = np.zeros(n_items + 1, dtype=np.int64)
+    for r in range(n):
+        for j in range(m):
+            if x[r, j] >= 0:
+                ptr[offs[j] + x[r, j] + 1] += 1
+    for i in range(n_items):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    rows = np.empty(ptr[n_items], dtype=np.int64)
+    for r in range(n):
+        for j in range(m):
+            if x[r, j] >= 0:
+                idx = offs[j] + x[r, j]
+                rows[fill[idx]] = r
+                fill[idx] += 1
+    return ptr, rows
 
 
 def msu_counts(codes: NDArray[np.int32]) -> NDArray[np.int64]:
@@ -233,45 +381,24 @@ def msu_counts(codes: NDArray[np.int32]) -> NDArray[np.int64]:
     out = np.zeros((n, m), dtype=np.int64)
     if n == 0 or m == 0:
         return out
-    _, first, inverse, size = np.unique(
-        codes, axis=0, return_index=True, return_inverse=True, return_counts=True
-    )
-    inverse = inverse.reshape(-1)
-    # keep every row of a unique combination and two rows of the others
-    rank = np.zeros(n, dtype=np.int64)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(size)[:-1]])
-    rank[order] = np.arange(n) - np.repeat(starts, size)
-    keep = np.flatnonzero(rank < 2)
     # columns by falling number of values: the recursion splits into small sub-tables early
-    card0 = codes.max(axis=0)
-    x = np.ascontiguousarray(codes[keep][:, np.argsort(-card0, kind="stable")], dtype=np.int32)
+    order = np.argsort(-codes.max(axis=0), kind="stable")
+    x_all = np.ascontiguousarray(codes[:, order], dtype=np.int32)
+    suf_all, ncodes = suffix_codes(x_all)
+    keep = np.flatnonzero(_first_two(suf_all[:, 0], int(ncodes[0])))  # identical rows: two copies
+    x = np.ascontiguousarray(x_all[keep])
+    suf = np.ascontiguousarray(suf_all[keep])
     nk = x.shape[0]
     card = np.maximum(x.max(axis=0).astype(np.int64) + 1, 1)
     offs = np.concatenate([[0], np.cumsum(card)]).astype(np.int64)
-    # items (column, value) -> the rows holding them (CSR)
-    flat = x.astype(np.int64) + offs[:-1][None, :]
-    valid = x >= 0
-    item_of = flat[valid]
-    row_of = np.broadcast_to(np.arange(nk, dtype=np.int64)[:, None], x.shape)[valid]
-    srt = np.argsort(item_of, kind="stable")
-    item_rows = np.ascontiguousarray(row_of[srt], dtype=np.int64)
-    item_ptr = np.concatenate([[0], np.cumsum(np.bincount(item_of, minlength=int(offs[-1])))]).astype(
-        np.int64
-    )
-    # dense code of each row on the columns j..m-1 (missing as a value: conservative for the pruning)
-    suf = np.zeros((nk, m + 1), dtype=np.int64)
-    suf_card = np.ones(m + 1, dtype=np.int64)
-    for j in range(m - 1, -1, -1):
-        key = suf[:, j + 1] * (card[j] + 1) + (x[:, j].astype(np.int64) + 1)
-        uniq, inv = np.unique(key, return_inverse=True)
-        suf[:, j] = inv.reshape(-1)
-        suf_card[j] = uniq.size
-    suf_offs = np.concatenate([[0], np.cumsum(suf_card)]).astype(np.int64)
+    item_ptr, item_rows = _item_lists(x, offs)
+    suf_offs = np.concatenate([[0], np.cumsum(ncodes)]).astype(np.int64)
     msu = np.zeros((nk, m), dtype=np.int64)
+    bufs = np.zeros((3, m + 1, nk), dtype=np.int64)  # per depth: row order, group starts, group sizes
+    bufs[0, m] = np.arange(nk)
     _node(
         x,
-        np.arange(nk, dtype=np.int64),
+        bufs[0, m],
         0,
         0,
         np.zeros(m, dtype=np.int64),
@@ -279,7 +406,7 @@ def msu_counts(codes: NDArray[np.int32]) -> NDArray[np.int64]:
         offs,
         np.zeros((m, int(offs[-1])), dtype=np.int64),
         np.full(int(offs[-1]), -1, dtype=np.int64),
-        np.ascontiguousarray(suf),
+        suf,
         suf_offs,
         np.zeros(int(suf_offs[-1]), dtype=np.int64),
         item_ptr,
@@ -287,10 +414,36 @@ def msu_counts(codes: NDArray[np.int32]) -> NDArray[np.int64]:
         msu,
         np.zeros((m, nk), dtype=np.int64),
         np.zeros(m, dtype=np.int64),
+        _shared_cache(x, card),
+        bufs,
     )
     out[keep] = msu  # counts by MSU size do not depend on the column order
-    del first
     return out
+
+
+_CACHE_MAX_COLUMNS = 20  # a slot per column mask: 2^20 int64 = 8 MB
+_CACHE_BYTES = 1 << 28  # shared flags: at most 256 MB (one byte per row and cached column set)
+
+
+def _shared_cache(x: NDArray[np.int32], card: NDArray[np.int64]) -> tuple[Any, ...]:
+    """The minimality cache of :func:`_is_minimal` (disabled beyond 20 columns)."""
+    n, m = x.shape
+    if m > _CACHE_MAX_COLUMNS:
+        slots = 0
+        slot = np.full(1, -2, dtype=np.int64)
+    else:
+        slots = int(min(1 << m, max(1, _CACHE_BYTES // max(n, 1))))
+        slot = np.full(1 << m, -1, dtype=np.int64)
+    size = 1 << max(4, int(2 * n - 1).bit_length())
+    return (
+        slot,
+        np.zeros((max(slots, 1), n if slots else 1), dtype=np.uint8),
+        np.zeros(1, dtype=np.int64),
+        card.astype(np.int64),
+        np.empty(size if slots else 1, dtype=np.int64),
+        np.empty(size if slots else 1, dtype=np.int64),
+        np.empty(n if slots else 1, dtype=np.int64),
+    )
 
 
 def suda_weights(m: int) -> NDArray[np.float64]:
@@ -502,10 +655,8 @@ def suda2(
     ).astype(np.int32)
     counts = msu_counts(codes)
     scores = counts @ suda_weights(m)
-    full = codes.astype(np.int64)
-    full[full < 0] = np.iinfo(np.int32).max  # missing as a value on the full key (as sdcMicro)
-    _, inv, size = np.unique(full, axis=0, return_inverse=True, return_counts=True)
-    row_size = size[inv.reshape(-1)]
+    full_key = suffix_codes(codes)[0][:, 0]  # missing as a value on the full key (as sdcMicro)
+    row_size = np.bincount(full_key)[full_key]
     n_pair_rows = int(np.sum(row_size == 2))
     n_uniques = int(np.sum(row_size == 1))
     dis = dis_scores(scores, n_pair_rows=n_pair_rows, m=m, dis_fraction=f)

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, read_data
 from sdckit.errors import InputError, MissingValuesError, NonNumericColumnError, UnreadableInputError
 from sdckit.risk._checks import check_groupable
+from sdckit.risk._counting import group_ids
 
 
 def check_numeric_weights(series: nw.Series[Any], name: str) -> NDArray[np.float64]:
@@ -128,30 +129,24 @@ def read_keys_and_weights(
 
 def group_frequencies(
     df: pl.DataFrame, columns: Sequence[str], weights: NDArray[np.float64] | None
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Per record: f_k, the records sharing its key (itself included), and F_k, the sum of their
-    weights (F_k = f_k without weights). Missing values are one more value."""
-    cols = list(columns)
-    frame = df.select(cols)
-    exprs: list[Any] = [pl.len().over(cols).alias("__f")]
-    if weights is not None:
-        frame = frame.with_columns(pl.Series("__w", weights))
-        exprs.append(pl.col("__w").sum().over(cols).alias("__F"))
-    out = frame.select(exprs)
-    fk = np.asarray(out["__f"].to_numpy(), dtype=np.int64)
-    big_f = (
-        np.asarray(out["__F"].to_numpy(), dtype=np.float64) if weights is not None else fk.astype(np.float64)
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    """Per group: f_k, the records sharing the key, and F_k, the sum of their weights (F_k = f_k
+    without weights); and each record's group id (index into them). Missing values are one more value."""
+    ids, n_groups = group_ids(df, list(columns))
+    fk = np.bincount(ids, minlength=n_groups).astype(np.int64)
+    big_f = np.asarray(
+        fk if weights is None else np.bincount(ids, weights=weights, minlength=n_groups), dtype=np.float64
     )
-    return fk, big_f
+    return fk, big_f, ids
 
 
 def check_population_counts(fk: NDArray[np.int64], big_f: NDArray[np.float64], weights: str) -> None:
-    """Raise when a key's weights add up to fewer units than its sample records (F_k < f_k)."""
+    """Raise when a key's weights (per group or per record arrays) add up to fewer units than its sample records (F_k < f_k)."""
     bad = big_f < fk * (1.0 - 1e-12)
     if np.any(bad):
         row = int(np.argmax(bad))
         raise InputError(
-            f"the weights {weights!r} of the records sharing row {row}'s key add up to {big_f[row]:g}, fewer "
+            f"the weights {weights!r} of the records sharing a key add up to {big_f[row]:g}, fewer "
             f"than its {int(fk[row])} sample records: sampling weights count population units per record "
             "and are at least 1. Check the column (is it a probability instead of its inverse?)."
         )
