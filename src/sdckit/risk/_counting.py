@@ -175,3 +175,25 @@ def group_ids(df: pl.DataFrame, columns: list[str]) -> tuple[NDArray[np.int64], 
     ids = np.empty(n, dtype=np.int64)
     ids[groups["__i"].to_numpy()] = groups["__g"].to_numpy()
     return ids, (int(ids.max()) + 1 if n else 0)
+
+
+def sorted_codes(s: pl.Series, *, missing_code: int | None = None) -> tuple[NDArray[np.int64], int]:
+    """Codes 0..m-1 of a column's values in sorted order and the number of codes used.
+
+    Nulls get ``missing_code`` (not counted), or with None the code m, one more value (counted).
+    """
+    vals = s.drop_nulls().unique().sort()
+    m = vals.len()
+    codes = (
+        s.to_frame("v")
+        .join(
+            pl.DataFrame({"v": vals, "c": np.arange(m, dtype=np.int64)}),
+            on="v",
+            how="left",
+            maintain_order="left",
+        )["c"]
+        .fill_null(m if missing_code is None else missing_code)
+        .to_numpy()
+    )
+    extra = 1 if missing_code is None and s.null_count() else 0
+    return np.asarray(codes, dtype=np.int64), m + extra

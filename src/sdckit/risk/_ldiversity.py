@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, MissingPolicy, read_data
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import check_groupable, warn_weight_columns
-from sdckit.risk._counting import group_ids
+from sdckit.risk._counting import group_ids, sorted_codes
 
 DiversityKind: TypeAlias = Literal["distinct", "entropy", "recursive"]
 """Which l-diversity a group is measured by (see :func:`l_diversity`)."""
@@ -156,23 +156,6 @@ def _names(columns: Sequence[str] | str) -> list[str]:
     return list(columns)
 
 
-def _codes(s: pl.Series) -> tuple[NDArray[np.int64], int]:
-    """Dense codes in sorted order of the values, missing last; the number of codes."""
-    vals = s.drop_nulls().unique().sort()
-    codes = (
-        s.to_frame("v")
-        .join(
-            pl.DataFrame({"v": vals, "c": np.arange(vals.len(), dtype=np.int64)}),
-            on="v",
-            how="left",
-            maintain_order="left",
-        )["c"]
-        .fill_null(vals.len())
-        .to_numpy()
-    )
-    return np.asarray(codes, dtype=np.int64), vals.len() + (1 if s.null_count() else 0)
-
-
 def _closeness(
     gid: NDArray[np.int64], code: NDArray[np.int64], n_groups: int, m: int, ordered: bool
 ) -> NDArray[np.float64]:
@@ -275,7 +258,7 @@ def l_diversity(
     sizes = np.bincount(gid, minlength=n_groups).astype(np.int64)
     per: list[SensitiveDiversity] = []
     for s in sens_list:
-        code, m = _codes(df[s])
+        code, m = sorted_codes(df[s])
         pair_key = gid * m + code
         if n_groups * m <= max(1 << 22, 2 * n):  # dense: one bincount, no sort
             dense = np.bincount(pair_key, minlength=n_groups * m)

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, read_data
 from sdckit.errors import EmptyTableError, MissingValuesError, ParameterError
 from sdckit.risk._checks import check_groupable
+from sdckit.risk._counting import sorted_codes
 
 SudaMissing: TypeAlias = Literal["value", "ignore", "drop", "error"]
 """How a missing value in a key column is treated by :func:`suda2`: ``"value"`` (default) makes it
@@ -559,24 +560,6 @@ class Suda2Result:
         }
 
 
-def _dense_codes(s: pl.Series, *, missing_code: int | None) -> NDArray[np.int32]:
-    """0..m-1 codes by sorted value; nulls get ``missing_code`` (None: their own last code)."""
-    nulls = s.is_null().to_numpy()
-    vals = s.drop_nulls().unique().sort()
-    codes = (
-        s.to_frame("v")
-        .join(
-            pl.DataFrame({"v": vals, "c": np.arange(vals.len(), dtype=np.int32)}),
-            on="v",
-            how="left",
-            maintain_order="left",
-        )["c"]
-        .to_numpy()
-    )
-    codes = np.where(nulls, vals.len() if missing_code is None else missing_code, codes)
-    return np.asarray(codes, dtype=np.int32)
-
-
 def suda2(
     data: DataSource,
     columns: Sequence[str] | str,
@@ -651,7 +634,7 @@ def suda2(
                 raise MissingValuesError(c, int(df[c].null_count()), int(df[c].is_null().arg_max() or 0))
     m = len(cols)
     codes = np.column_stack(
-        [_dense_codes(df[c], missing_code=-1 if missing == "ignore" else None) for c in cols]
+        [sorted_codes(df[c], missing_code=-1 if missing == "ignore" else None)[0] for c in cols]
     ).astype(np.int32)
     counts = msu_counts(codes)
     scores = counts @ suda_weights(m)
