@@ -128,25 +128,18 @@ def risk(
         with writing(plot):
             fig.savefig(plot, bbox_inches="tight")
     if report is not None:
-        from sdckit.report._risk import risk_section
+        from sdckit.report._risk import risk_review_section
 
-        section = risk_section(
-            str(data),
+        section = risk_review_section(
+            table,
             cols or [],
             k=summary.max_exposed_size + 1,
             budget=budget,
-            missing=cast(MissingPolicy, missing),
+            missing=policy,
+            weights=weights,
+            sensitive=sens,
+            suda=suda,
         )
-        from sdckit.report._risk import individual_risk_blocks, l_diversity_blocks, suda2_blocks
-
-        section.add(*individual_risk_blocks(ir))
-        section.data["individual_risk"] = ir.to_dict()
-        if ld is not None:
-            section.add(*l_diversity_blocks(ld))
-            section.data["l_diversity"] = ld.to_dict()
-        if sd is not None:
-            section.add(*suda2_blocks(sd))
-            section.data["suda2"] = sd.to_dict()
         _write_report(
             report,
             section,

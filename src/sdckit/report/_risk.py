@@ -293,7 +293,11 @@ def suda2_blocks(s: Suda2Result) -> list[Block]:
             ["MSU size (columns)", "MSUs"],
             caption="Minimal sample uniques by size: the smaller, the easier the record is singled out",
         ),
-        table(s.dis_histogram(), ["DIS-SUDA score", "records"], caption="DIS-SUDA scores (as sdcMicro prints them)"),
+        table(
+            s.dis_histogram(),
+            ["DIS-SUDA score", "records"],
+            caption="DIS-SUDA scores (as sdcMicro prints them)",
+        ),
     ]
 
 
@@ -321,3 +325,31 @@ def risk_measure_blocks(
         blocks += suda2_blocks(s)
         payload["suda2"] = s.to_dict()
     return blocks, payload
+
+
+def risk_review_section(
+    data: DataSource,
+    columns: Sequence[str] | str,
+    *,
+    k: int = 5,
+    budget: float = 0.05,
+    missing: MissingPolicy = "value",
+    plot: bool = True,
+    include_plan: bool = True,
+    weights: str | None = None,
+    sensitive: Sequence[str] | None = None,
+    suda: bool = False,
+) -> Section:
+    """:func:`risk_section` with the disclosure-review measures appended: the per-record risk
+    histogram and global risk (with ``weights``, the Benedetti-Franconi model), an l-diversity table
+    when ``sensitive`` columns are given, SUDA2 with ``suda``; their figures go into the section data
+    under ``individual_risk``, ``l_diversity`` and ``suda2``."""
+    section = risk_section(
+        data, columns, k=k, budget=budget, missing=missing, plot=plot, include_plan=include_plan
+    )
+    blocks, payload = risk_measure_blocks(
+        data, columns, weights=weights, sensitive=sensitive, suda=suda, missing=missing, plot=plot
+    )
+    section.add(*blocks)
+    section.data.update(payload)
+    return section

@@ -181,19 +181,12 @@ def sorted_codes(s: pl.Series, *, missing_code: int | None = None) -> tuple[NDAr
     """Codes 0..m-1 of a column's values in sorted order and the number of codes used.
 
     Nulls get ``missing_code`` (not counted), or with None the code m, one more value (counted).
+    Categorical columns are ordered by their text.
     """
-    vals = s.drop_nulls().unique().sort()
-    m = vals.len()
-    codes = (
-        s.to_frame("v")
-        .join(
-            pl.DataFrame({"v": vals, "c": np.arange(m, dtype=np.int64)}),
-            on="v",
-            how="left",
-            maintain_order="left",
-        )["c"]
-        .fill_null(m if missing_code is None else missing_code)
-        .to_numpy()
-    )
+    if s.dtype == pl.Categorical or isinstance(s.dtype, pl.Enum):
+        s = s.cast(pl.String)
+    ranked = s.rank("dense")  # 1..m, nulls stay null
+    m = int(ranked.max() or 0)  # type: ignore[arg-type]
+    codes = (ranked.cast(pl.Int64) - 1).fill_null(m if missing_code is None else missing_code).to_numpy()
     extra = 1 if missing_code is None and s.null_count() else 0
     return np.asarray(codes, dtype=np.int64), m + extra
