@@ -207,3 +207,14 @@ def test_missing_keys_and_pandas_input() -> None:
     assert out["risk_population_size"].tolist() == [4.0, 4.0, 6.0, 6.0, 5.0]
     assert r.n_above(0.5) == 0
     assert r.above(0.0).all()
+
+
+def test_lazy_and_duckdb_frames_give_the_same_risk(testdata: pl.DataFrame) -> None:
+    import duckdb
+
+    eager = individual_risk(testdata, KEYS, weights="sampling_weight")
+    lazy = individual_risk(testdata.lazy(), KEYS, weights="sampling_weight")
+    assert lazy.risk.tolist() == eager.risk.tolist()
+    rel = duckdb.from_arrow(testdata.to_arrow())
+    s = risk_summary(rel, KEYS, k=3, weights="sampling_weight", per_column=False)
+    assert s.expected_reidentifications == pytest.approx(PEER_ER, abs=1e-6)

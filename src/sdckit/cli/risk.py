@@ -17,6 +17,7 @@ from sdckit.cli._common import (
     handles_errors,
     parse_columns,
     print_json,
+    progress,
     stderr,
     stdout,
 )
@@ -116,11 +117,17 @@ def risk(
         check_plot_path(plot, inputs=[data])
     sens = parse_columns(sensitive) if sensitive is not None else None
     policy = cast(MissingPolicy, missing)
-    table = read_path(data)  # read once for every measure
-    summary = risk_summary(table, cols or [], k=k, t=t, missing=policy, weights=weights)
-    ir = individual_risk(table, cols or [], weights=weights, missing=policy)
-    ld = l_diversity(table, cols or [], sens, t_closeness=True, missing=policy) if sens else None
-    sd = suda2(table, cols or [], missing=policy) if suda else None
+    with progress("reading", total=5, quiet=as_json) as step:
+        table = read_path(data)  # read once for every measure
+        step(description="exposure and bounds")
+        summary = risk_summary(table, cols or [], k=k, t=t, missing=policy, weights=weights)
+        step(description="individual risk")
+        ir = individual_risk(table, cols or [], weights=weights, missing=policy)
+        step(description="l-diversity")
+        ld = l_diversity(table, cols or [], sens, t_closeness=True, missing=policy) if sens else None
+        step(description="SUDA2")
+        sd = suda2(table, cols or [], missing=policy) if suda else None
+        step()
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 

@@ -125,12 +125,12 @@ def weighted_group_sizes(
 
     Counted where the data lives (one narwhals ``group_by``); only one row per group is collected.
     """
-    out = frame.group_by(*columns).agg(nw.len().alias("__f"), nw.col(weights).sum().alias("__F"))
+    out = frame.group_by(*columns).agg(nw.len().alias("__n_sample"), nw.col(weights).sum().alias("__w_total"))
     if isinstance(out, nw.LazyFrame):
         out = out.collect()
     return (
-        np.asarray(out["__f"].to_numpy(), dtype=np.int64),
-        np.asarray(out["__F"].to_numpy(), dtype=np.float64),
+        np.asarray(out["__n_sample"].to_numpy(), dtype=np.int64),
+        np.asarray(out["__w_total"].to_numpy(), dtype=np.float64),
     )
 
 

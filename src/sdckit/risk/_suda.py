@@ -25,7 +25,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, read_data
-from sdckit.errors import EmptyTableError, MissingValuesError, ParameterError
+from sdckit.errors import EmptyTableError, ParameterError
 from sdckit.risk._checks import check_groupable
 from sdckit.risk._counting import sorted_codes
 
@@ -628,10 +628,6 @@ def suda2(
     n = df.height
     if n == 0:
         raise EmptyTableError("the table has no rows; there is nothing to measure.")
-    if missing == "error":  # read_data checked already; kept for clarity of the contract
-        for c in cols:
-            if df[c].null_count():
-                raise MissingValuesError(c, int(df[c].null_count()), int(df[c].is_null().arg_max() or 0))
     m = len(cols)
     codes = np.column_stack(
         [sorted_codes(df[c], missing_code=-1 if missing == "ignore" else None)[0] for c in cols]
