@@ -133,7 +133,7 @@ class IndividualRisk:
             "expected_reidentifications": self.expected_reidentifications,
             "global_risk": self.global_risk,
             "max_risk": self.max_risk,
-            "n_above_0.1": self.n_above(0.1) if self.n else 0,
+            "n_above": {f"{t:g}": self.n_above(t) for t in (0.01, 0.05, 0.1, 0.5)},
             "histogram": [{"interval": a, "n_records": c} for a, c in self.histogram()],
         }
 
