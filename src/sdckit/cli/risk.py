@@ -19,6 +19,7 @@ from sdckit.cli._common import (
     parse_columns,
     print_json,
     progress,
+    read_table,
     reads_data,
     stderr,
     stdout,
@@ -102,9 +103,17 @@ def risk(
         None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
     ),
     read: Any = None,  # filled by @reads_data
+    weights: str | None = typer.Option(
+        None, "--weights", help="Sampling-weight column: adds F_k (sum of weights) and the individual risk model."
+    ),
+    sensitive: str | None = typer.Option(
+        None, "--sensitive", help="Comma-separated sensitive columns: adds l-diversity and t-closeness."
+    ),
+    suda: bool = typer.Option(False, "--suda", help="Also find minimal sample uniques (SUDA2, DIS-SUDA scores)."),
 ) -> None:
-    """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
-    from sdckit.risk import risk_summary
+    """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports;
+    individual and global risk; with --sensitive l-diversity; with --suda SUDA2."""
+    from sdckit.risk import individual_risk, l_diversity, risk_summary, suda2
 
     if k is not None and t is not None:
         raise typer.BadParameter("give --k or --t, not both")
@@ -114,9 +123,19 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
-    with progress("exposure, bounds from marginals, entropy", quiet=as_json):
-        source = data_source(data, read)
-        summary = risk_summary(source, cols or [], k=k, t=t, missing=cast("MissingPolicy", missing))
+    sens = parse_columns(sensitive) if sensitive is not None else None
+    policy = cast("MissingPolicy", missing)
+    with progress("reading", total=5, quiet=as_json) as step:
+        table = read_table(data, read)[0]  # read once for every measure
+        step(description="exposure and bounds")
+        summary = risk_summary(table, cols or [], k=k, t=t, missing=policy, weights=weights)
+        step(description="individual risk")
+        ir = individual_risk(table, cols or [], weights=weights, missing=policy)
+        step(description="l-diversity")
+        ld = l_diversity(table, cols or [], sens, t_closeness=True, missing=policy) if sens else None
+        step(description="SUDA2")
+        sd = suda2(table, cols or [], missing=policy) if suda else None
+        step()
     if plot is not None:
         from sdckit.report._risk import exposure_figure
 
@@ -124,20 +143,33 @@ def risk(
         with writing(plot):
             fig.savefig(plot, bbox_inches="tight")
     if report is not None:
-        from sdckit.report._risk import risk_section
+        from sdckit.report._risk import risk_review_section
 
-        section = risk_section(
-            source,
+        section = risk_review_section(
+            table,
             cols or [],
             k=summary.max_exposed_size + 1,
             budget=budget,
-            missing=cast("MissingPolicy", missing),
+            missing=policy,
+            weights=weights,
+            sensitive=sens,
+            suda=suda,
         )
         _write_report(
-            report, section, {"data": data.name}, {"k": summary.max_exposed_size + 1, "budget": budget}
+            report,
+            section,
+            {"data": data.name},
+            {"k": summary.max_exposed_size + 1, "budget": budget}
+            | ({"weights": weights} if weights else {})
+            | ({"sensitive": sens} if sens else {}),
         )
     if as_json:
-        print_json(summary)
+        payload = summary.to_dict() | {"individual_risk": ir.to_dict()}
+        if ld is not None:
+            payload["l_diversity"] = ld.to_dict()
+        if sd is not None:
+            payload["suda2"] = sd.to_dict()
+        print_json(payload)
         return
     at = (
         f"k = {summary.k}"
@@ -169,8 +201,42 @@ def risk(
     for c in summary.per_column:
         cols_tbl.add_row(c.column, f"{c.support:,}", _pct(c.exposure_alone), _pct(c.exposure_without))
     stdout.print(cols_tbl)
+    _print_measures(summary, ir, ld, sd)
     if plot is not None:
         stdout.print(f"Plot written to [bold]{plot}[/]")
+
+
+def _print_measures(summary: Any, ir: Any, ld: Any, sd: Any) -> None:
+    """The disclosure-review measures: weights, individual and global risk, l-diversity, SUDA2."""
+    if ir.weights:
+        pop = "" if summary.exposure_population is None else f"; F_k < k for {_pct(summary.exposure_population)}"
+        stdout.print(
+            f"Weights [bold]{ir.weights}[/]: estimated population "
+            f"{float((ir.population_frequency / ir.sample_frequency).sum()):,.0f}"
+            f" units over the keys{pop} (sample f_k < k: {_pct(summary.exposure)})"
+        )
+    model = "Benedetti-Franconi, weights " + ir.weights if ir.weights else "no weights: r = 1/f_k"
+    tbl = Table("individual risk", "value")
+    tbl.add_row("[bold]expected re-identifications[/]", f"[bold]{ir.expected_reidentifications:,.3f}[/]")
+    tbl.add_row("global risk (share of records)", _pct(ir.global_risk))
+    tbl.add_row("highest individual risk", _pct(ir.max_risk))
+    tbl.add_row("records with risk > 0.1", f"{ir.n_above(0.1):,}")
+    tbl.caption = model
+    stdout.print(tbl)
+    if ld is not None:
+        lt = Table("sensitive column", "distinct l", "entropy l", f"recursive ({ld.c:g}, l)",
+                   "users not 2-diverse", "t-closeness")
+        for s in ld.per_column:
+            lt.add_row(s.column, f"{s.l}", f"{float(s.entropy_l.min()):.3g}", f"{int(s.recursive_l.min())}",
+                       _pct(ld.not_diverse(2, column=s.column)), f"{s.t:.3g}" if s.t is not None else "–")
+        stdout.print(lt)
+    if sd is not None:
+        st = Table("SUDA2", "value")
+        st.add_row("records with an MSU", f"{sd.n_special:,}")
+        st.add_row("MSUs by size", ", ".join(f"{i + 1}: {int(c):,}" for i, c in enumerate(sd.msu_counts.sum(axis=0))))
+        st.add_row("highest DIS-SUDA score", f"{float(sd.dis_scores.max()):.4g}")
+        st.add_row("mean DIS-SUDA score", f"{float(sd.dis_scores.mean()):.4g}")
+        stdout.print(st)
 
 
 def _read_marginals(path: Path) -> Any:

@@ -9,7 +9,19 @@ import numpy as np
 
 from sdckit._io import DataSource, MissingPolicy
 from sdckit.report._report import Block, Section, figure, metrics, paragraph, table
-from sdckit.risk import ReleasePlan, RiskSummary, joint_exposure_bound, plan_release, risk_summary
+from sdckit.risk import (
+    IndividualRisk,
+    LDiversity,
+    ReleasePlan,
+    RiskSummary,
+    Suda2Result,
+    individual_risk,
+    joint_exposure_bound,
+    l_diversity,
+    plan_release,
+    risk_summary,
+    suda2,
+)
 
 
 def exposure_figure(summary: RiskSummary, *, n_points: int = 120) -> Any:
@@ -167,4 +179,177 @@ def plan_section(plan: ReleasePlan) -> Section:
             f"release of {plan.n_release:,} users and holds with probability at least {1 - (plan.delta or 0):.4g}."
         )
     section.summary = summary
+    return section
+
+
+# ----------------------------------------------------------------------------------------------
+# Disclosure-review measures (issue 13): individual and global risk, l-diversity, SUDA2. Each
+# function renders a result computed elsewhere; ``risk_measure_blocks`` computes and renders all.
+
+
+def individual_risk_figure(ir: IndividualRisk) -> Any:
+    """Matplotlib figure: histogram of the per-record risk r_i (records per risk interval, log count)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    bins = ir.histogram()
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    ax.bar(range(len(bins)), [max(c, 0) for _, c in bins], color="C0")
+    ax.set_xticks(range(len(bins)), [label for label, _ in bins], rotation=30, fontsize=8)
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("individual re-identification risk r_i")
+    ax.set_ylabel("records")
+    source = f"weights {ir.weights}" if ir.weights else "no weights: r = 1 / f_k"
+    ax.set_title(f"Per-record risk on {len(ir.columns)} key columns ({source})", fontsize=10)
+    return fig
+
+
+def individual_risk_blocks(ir: IndividualRisk, *, threshold: float = 0.1, plot: bool = True) -> list[Block]:
+    """Global risk (expected re-identifications and its share), the riskiest records, the histogram."""
+    model = (
+        f"Benedetti-Franconi approximation with sampling weights {ir.weights!r} (F_k = sum of the weights)"
+        if ir.weights
+        else "no sampling weights: the table is taken as the population, r_i = 1 / f_k"
+    )
+    blocks: list[Block] = [
+        metrics(
+            [
+                ("expected re-identifications", ir.expected_reidentifications, ""),
+                ("global risk", 100 * ir.global_risk, "%"),
+                ("highest individual risk", 100 * ir.max_risk, "%"),
+                (f"records with risk > {threshold:g}", ir.n_above(threshold), ""),
+            ]
+        ),
+        paragraph(
+            f"Individual risk r_i is the probability that an intruder who matches record i on "
+            f"{', '.join(ir.columns)} against the population picks the right person ({model}). Summed over "
+            f"the {ir.n:,} records it is the expected number of correct re-identifications, "
+            f"{ir.expected_reidentifications:,.2f} ({_pct(ir.global_risk)} of the records)."
+        ),
+    ]
+    if plot:
+        blocks.append(
+            figure(
+                individual_risk_figure(ir),
+                caption="Records per interval of individual risk (log scale); the right end holds the records "
+                "an intruder is most likely to re-identify.",
+            )
+        )
+    blocks.append(table(ir.histogram(), ["individual risk", "records"], caption="Per-record risk histogram"))
+    return blocks
+
+
+def l_diversity_blocks(ld: LDiversity) -> list[Block]:
+    """The l-diversity table: per sensitive column, the table's l of each form, t and shares not 2-diverse."""
+    rows = [
+        (
+            s.column,
+            s.l,
+            float(s.entropy_l.min()),
+            int(s.recursive_l.min()),
+            ld.not_diverse(2, column=s.column),
+            ld.not_diverse(2, kind="entropy", column=s.column),
+            "–" if s.t is None else s.t,
+        )
+        for s in ld.per_column
+    ]
+    return [
+        table(
+            rows,
+            [
+                "sensitive column",
+                "distinct l",
+                "entropy l",
+                f"recursive ({ld.c:g}, l)",
+                "users not 2-diverse",
+                "not entropy 2-diverse",
+                "t-closeness",
+            ],
+            caption=f"l-diversity within the {ld.n_groups:,} groups of {', '.join(ld.quasi_identifiers)}",
+        ),
+        paragraph(
+            f"{_pct(ld.not_diverse(2))} of users are in a group whose members all share the value of at least "
+            "one sensitive column: an intruder who places them in their group learns that value without "
+            "re-identifying anyone. Distinct l counts values; entropy l = exp(H) also needs them balanced."
+        ),
+    ]
+
+
+def suda2_blocks(s: Suda2Result) -> list[Block]:
+    """SUDA2: records with minimal sample uniques, MSUs by size, the DIS-SUDA histogram."""
+    by_size = s.msu_counts.sum(axis=0)
+    return [
+        metrics(
+            [
+                ("records with an MSU", s.n_special, ""),
+                ("MSUs", s.n_msu, ""),
+                ("highest DIS-SUDA score", float(s.dis_scores.max()) if s.n else 0.0, ""),
+            ]
+        ),
+        table(
+            [(size + 1, int(c)) for size, c in enumerate(by_size)],
+            ["MSU size (columns)", "MSUs"],
+            caption="Minimal sample uniques by size: the smaller, the easier the record is singled out",
+        ),
+        table(
+            s.dis_histogram(),
+            ["DIS-SUDA score", "records"],
+            caption="DIS-SUDA scores (as sdcMicro prints them)",
+        ),
+    ]
+
+
+def risk_measure_blocks(
+    data: DataSource,
+    columns: Sequence[str] | str,
+    *,
+    weights: str | None = None,
+    sensitive: Sequence[str] | None = None,
+    suda: bool = False,
+    missing: MissingPolicy = "value",
+    plot: bool = True,
+) -> tuple[list[Block], dict[str, Any]]:
+    """Blocks for the risk section (individual and global risk; l-diversity when ``sensitive`` is
+    given; SUDA2 with ``suda``) and their JSON form, for :meth:`Section.add` and the section data."""
+    ir = individual_risk(data, columns, weights=weights, missing=missing)
+    blocks = individual_risk_blocks(ir, plot=plot)
+    payload: dict[str, Any] = {"individual_risk": ir.to_dict()}
+    if sensitive:
+        ld = l_diversity(data, columns, list(sensitive), t_closeness=True, missing=missing)
+        blocks += l_diversity_blocks(ld)
+        payload["l_diversity"] = ld.to_dict()
+    if suda:
+        s = suda2(data, columns, missing=missing)
+        blocks += suda2_blocks(s)
+        payload["suda2"] = s.to_dict()
+    return blocks, payload
+
+
+def risk_review_section(
+    data: DataSource,
+    columns: Sequence[str] | str,
+    *,
+    k: int = 5,
+    budget: float = 0.05,
+    missing: MissingPolicy = "value",
+    plot: bool = True,
+    include_plan: bool = True,
+    weights: str | None = None,
+    sensitive: Sequence[str] | None = None,
+    suda: bool = False,
+) -> Section:
+    """:func:`risk_section` with the disclosure-review measures appended: the per-record risk
+    histogram and global risk (with ``weights``, the Benedetti-Franconi model), an l-diversity table
+    when ``sensitive`` columns are given, SUDA2 with ``suda``; their figures go into the section data
+    under ``individual_risk``, ``l_diversity`` and ``suda2``."""
+    section = risk_section(
+        data, columns, k=k, budget=budget, missing=missing, plot=plot, include_plan=include_plan
+    )
+    blocks, payload = risk_measure_blocks(
+        data, columns, weights=weights, sensitive=sensitive, suda=suda, missing=missing, plot=plot
+    )
+    section.add(*blocks)
+    section.data.update(payload)
     return section

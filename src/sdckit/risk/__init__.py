@@ -11,6 +11,8 @@ from sdckit.risk._bounds import PairBoundCurve, joint_exposure_bound, pair_bound
 from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
+from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk
+from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries
@@ -21,6 +23,7 @@ from sdckit.risk._statistical import (
     statistical_exposure,
 )
 from sdckit.risk._statistical_bound import statistical_exposure_bound
+from sdckit.risk._suda import Suda2Result, SudaMissing, suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 
 __all__ = [
@@ -29,15 +32,22 @@ __all__ = [
     "BlockQuery",
     "BoundMethod",
     "ColumnRisk",
+    "DiversityKind",
     "ExposureCurve",
+    "IndividualRisk",
     "IntervalMethod",
+    "LDiversity",
     "Marginals",
     "PairBoundCurve",
     "QueryPlan",
     "ReleasePlan",
     "RiskSummary",
+    "SensitiveDiversity",
     "Setting",
     "StatisticalExposure",
+    "Suda2Result",
+    "SudaMissing",
+    "benedetti_franconi",
     "choose_pair_queries",
     "entropy",
     "entropy_exposure_bound",
@@ -45,7 +55,9 @@ __all__ = [
     "estimate_statistical_exposure",
     "exposure",
     "exposure_curve",
+    "individual_risk",
     "joint_exposure_bound",
+    "l_diversity",
     "pair_bound_curve",
     "plan_release",
     "plugin_exposure",
@@ -53,4 +65,5 @@ __all__ = [
     "risk_summary",
     "statistical_exposure",
     "statistical_exposure_bound",
+    "suda2",
 ]

@@ -116,3 +116,77 @@ def n_distinct(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: list[str])
 
 def log2_safe(x: float) -> float:
     return math.log2(x) if x > 0 else -math.inf
+
+
+def weighted_group_sizes(
+    frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: list[str], weights: str
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Per group of ``columns`` (any order, aligned): f_k, its rows, and F_k, the sum of ``weights``.
+
+    Counted where the data lives (one narwhals ``group_by``); only one row per group is collected.
+    """
+    out = frame.group_by(*columns).agg(nw.len().alias("__n_sample"), nw.col(weights).sum().alias("__w_total"))
+    if isinstance(out, nw.LazyFrame):
+        out = out.collect()
+    return (
+        np.asarray(out["__n_sample"].to_numpy(), dtype=np.int64),
+        np.asarray(out["__w_total"].to_numpy(), dtype=np.float64),
+    )
+
+
+def group_ids(df: pl.DataFrame, columns: list[str]) -> tuple[NDArray[np.int64], int]:
+    """Dense group id (0..g-1) of each row of an eager frame on ``columns``, and the number of groups g.
+
+    Mixed-radix keys over dense column codes (nulls are one more value) when every column is
+    integer, boolean, categorical or text; polars ``group_by`` otherwise. Ids follow the key order,
+    not the order of first appearance.
+    """
+    n = df.height
+    parts: list[tuple[NDArray[np.int64], int]] = []
+    total = 1
+    for c in columns:
+        got = _codes(df[c])
+        if got is None:
+            break
+        parts.append(got)
+        total *= got[1]
+        if total > _KEY_MAX:
+            break
+    else:
+        key = np.zeros(n, dtype=np.int64)
+        for codes, radix in parts:
+            key *= radix
+            key += codes
+        if total <= max(_BINCOUNT_MAX, 2 * n):
+            present = np.bincount(key, minlength=0) > 0
+            remap = np.cumsum(present) - 1
+            return np.asarray(remap[key], dtype=np.int64), int(present.sum())
+        uniq, inverse = np.unique(key, return_inverse=True)
+        return np.asarray(inverse.reshape(-1), dtype=np.int64), int(uniq.size)
+    groups = (
+        df.select(columns)
+        .with_row_index("__i")
+        .group_by(columns, maintain_order=True)
+        .agg(pl.col("__i"))
+        .with_row_index("__g")
+        .select("__g", "__i")
+        .explode("__i")
+    )
+    ids = np.empty(n, dtype=np.int64)
+    ids[groups["__i"].to_numpy()] = groups["__g"].to_numpy()
+    return ids, (int(ids.max()) + 1 if n else 0)
+
+
+def sorted_codes(s: pl.Series, *, missing_code: int | None = None) -> tuple[NDArray[np.int64], int]:
+    """Codes 0..m-1 of a column's values in sorted order and the number of codes used.
+
+    Nulls get ``missing_code`` (not counted), or with None the code m, one more value (counted).
+    Categorical columns are ordered by their text.
+    """
+    if s.dtype == pl.Categorical or isinstance(s.dtype, pl.Enum):
+        s = s.cast(pl.String)
+    ranked = s.rank("dense")  # 1..m, nulls stay null
+    m = int(ranked.max() or 0)  # type: ignore[arg-type]
+    codes = (ranked.cast(pl.Int64) - 1).fill_null(m if missing_code is None else missing_code).to_numpy()
+    extra = 1 if missing_code is None and s.null_count() else 0
+    return np.asarray(codes, dtype=np.int64), m + extra

@@ -11,16 +11,24 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit._io import DataSource, MissingPolicy, as_narwhals, like_input, read_data
-from sdckit.errors import EmptyTableError, InputError, UnreadableInputError
+from sdckit._io import DataSource, MissingPolicy, as_narwhals, check_columns, like_input, read_data
+from sdckit.errors import EmptyTableError, InputError, ParameterError, UnreadableInputError
 from sdckit.risk._checks import (
     as_scalar_or_array,
     check_groupable,
+    check_k,
     threshold,
     warn_identifier,
     warn_weight_columns,
 )
-from sdckit.risk._counting import n_distinct, size_histogram
+from sdckit.risk._counting import n_distinct, size_histogram, weighted_group_sizes
+from sdckit.risk._individual import benedetti_franconi
+from sdckit.risk._weights import (
+    check_population_counts,
+    check_weight_column,
+    group_frequencies,
+    read_keys_and_weights,
+)
 
 
 class ExposureCurve:
@@ -36,6 +44,9 @@ class ExposureCurve:
     n : number of users (rows; identical rows are different users).
     sizes : distinct group sizes, ascending (int64, shape (s,)).
     n_groups_of_size : number of groups of each size (int64, shape (s,)).
+    weights : the sampling-weight column, when one was given (else None).
+    group_sizes, population_sizes : with weights, per group (any order, aligned): f_k, the sample
+        count, and F_k, the sum of the weights (the estimated population count); else None.
 
     Examples
     --------
@@ -56,7 +67,15 @@ class ExposureCurve:
         n_groups_of_size: NDArray[np.int64],
         *,
         columns: Sequence[str],
+        weights: str | None = None,
+        group_sizes: NDArray[np.int64] | None = None,
+        population_sizes: NDArray[np.float64] | None = None,
     ) -> None:
+        self.weights = weights
+        self.group_sizes = None if group_sizes is None else np.asarray(group_sizes, dtype=np.int64)
+        self.population_sizes = (
+            None if population_sizes is None else np.asarray(population_sizes, dtype=np.float64)
+        )
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.n_groups_of_size = np.asarray(n_groups_of_size, dtype=np.int64)
         self.columns = tuple(columns)
@@ -79,6 +98,31 @@ class ExposureCurve:
         """Share of users (0..1) in groups of fewer than k users: Q_J((k - 1) / n)."""
         thr = threshold(self.n, k=k)
         return as_scalar_or_array(self._share(thr), np.ndim(thr) == 0)
+
+    def not_k_anonymous_population(self, k: ArrayLike) -> Any:
+        """Share of users (0..1) whose key's estimated population count F_k is below k (needs weights).
+
+        The sample-side figure is :meth:`not_k_anonymous` (f_k < k); F_k >= f_k, so this share is
+        never larger. F_k is an estimate (a Horvitz-Thompson sum of sampling weights).
+        """
+        if self.population_sizes is None or self.group_sizes is None:
+            raise ParameterError(
+                "this curve was counted without weights; pass weights='COLUMN' to exposure_curve."
+            )
+        kk = check_k(k)
+        order = np.argsort(self.population_sizes, kind="stable")
+        big = self.population_sizes[order]
+        cum = np.concatenate([[0], np.cumsum(self.group_sizes[order])])
+        idx = np.searchsorted(big, kk.astype(np.float64), side="left")
+        out = np.asarray(cum[idx] / max(self.n, 1), dtype=np.float64)
+        return as_scalar_or_array(out, np.ndim(kk) == 0)
+
+    @property
+    def n_population_unique(self) -> int | None:
+        """Sample uniques whose estimated population count is below 2 (None without weights)."""
+        if self.population_sizes is None or self.group_sizes is None:
+            return None
+        return int(np.sum(self.group_sizes[(self.group_sizes == 1) & (self.population_sizes < 2)]))
 
     @property
     def k_anonymity(self) -> int:
@@ -117,7 +161,7 @@ class ExposureCurve:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: the histogram and the headline figures (shares of users, entropy in bits)."""
-        return {
+        out: dict[str, Any] = {
             "columns": list(self.columns),
             "n": self.n,
             "k_anonymity": self.k_anonymity,
@@ -127,6 +171,13 @@ class ExposureCurve:
             "group_size": self.sizes.tolist(),
             "n_groups_of_size": self.n_groups_of_size.tolist(),
         }
+        if self.population_sizes is not None:
+            out["weights"] = self.weights
+            out["n_population_unique"] = self.n_population_unique
+            out["min_population_size"] = (
+                float(self.population_sizes.min()) if self.population_sizes.size else 0.0
+            )
+        return out
 
     def plot(self, ax: Any = None, *, label: str | None = None, **kwargs: Any) -> Any:
         """Step plot of Q_J(t) against t on a log axis (t from 1/n to 1); returns the matplotlib Axes."""
@@ -160,6 +211,7 @@ def exposure_curve(
     columns: Sequence[str] | str,
     *,
     missing: MissingPolicy = "value",
+    weights: str | None = None,
 ) -> ExposureCurve:
     """Count the groups the rows form on ``columns`` and return the exposure function Q_J.
 
@@ -169,6 +221,9 @@ def exposure_curve(
     columns : the quasi-identifiers J (a list or ``"a,b,c"``).
     missing : ``"value"`` (default) counts null as a value; ``"drop"`` drops rows with a missing
         value in J first (the curve is then over the remaining users).
+    weights : a sampling-weight column: each group also gets F_k = sum of the weights of its
+        records, the estimated population count (see :meth:`ExposureCurve.not_k_anonymous_population`).
+        The curve itself stays the sample's, f_k.
 
     Warns
     -----
@@ -194,16 +249,31 @@ def exposure_curve(
     >>> curve.n_unique, curve.k_anonymity, round(curve.not_k_anonymous(5), 6)
     (58, 1, 0.008753)
     """
-    d = read_data(data, columns, missing=missing)
-    cols = list(d.columns)
-    check_groupable(d.frame, cols)
+    if weights is not None:
+        frame = as_narwhals(data)
+        cols = check_columns(frame, columns)
+        d = read_data(frame, [*cols, weights] if weights not in cols else cols, missing=missing)
+        check_weight_column(d.frame, weights, cols)
+        frame = d.frame
+    else:
+        d = read_data(data, columns, missing=missing)
+        cols = list(d.columns)
+        frame = d.frame
+    check_groupable(frame, cols)
     warn_weight_columns(cols)
-    sizes, groups = size_histogram(d.frame, cols)
-    curve = ExposureCurve(sizes, groups, columns=cols)
+    sizes, groups = size_histogram(frame, cols)
+    if weights is not None:
+        f_g, big_g = weighted_group_sizes(frame, cols, weights)
+        check_population_counts(f_g, big_g, weights)
+        curve = ExposureCurve(
+            sizes, groups, columns=cols, weights=weights, group_sizes=f_g, population_sizes=big_g
+        )
+    else:
+        curve = ExposureCurve(sizes, groups, columns=cols)
     if curve.n == 0:
         raise EmptyTableError("the table has no rows; there is nothing to measure.")
     if curve.n > 2 and curve.n_unique == curve.n:  # only then can a single column be all-unique
-        for c, m in n_distinct(d.frame, cols).items():
+        for c, m in n_distinct(frame, cols).items():
             if m == curve.n:
                 warn_identifier(c, m, curve.n)
     return curve
@@ -240,43 +310,58 @@ def record_risk(
     columns: Sequence[str] | str,
     *,
     k: int | None = None,
+    weights: str | None = None,
 ) -> Any:
     """Per-row risk: the size of each row's group on ``columns`` and flags, in the input's frame type.
 
-    Adds ``risk_group_size`` (int: users sharing the row's values on J, itself included),
-    ``risk_is_unique`` (group of 1) and, when ``k`` is given, ``risk_below_k`` (group smaller than
-    k). Other columns and the row order are untouched; missing values count as a value. Lazy frames
-    must be collected first (per-row output lives in memory).
+    Adds ``risk_group_size`` (int f_k: users sharing the row's values on J, itself included),
+    ``risk_is_unique`` (group of 1), when ``k`` is given ``risk_below_k`` (group smaller than k),
+    ``risk_individual`` (the re-identification risk of :func:`~sdckit.risk.individual_risk`:
+    1 / f_k without weights) and, with ``weights`` (a sampling-weight column),
+    ``risk_population_size`` (F_k, the sum of the weights over the group). Other columns and the
+    row order are untouched; missing values count as a value. Lazy frames must be collected first
+    (per-row output lives in memory).
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"sex": ["F", "F", "M"], "age": [30, 30, 41]})
     >>> record_risk(df, ["sex", "age"], k=2)
-      sex  age  risk_group_size  risk_is_unique  risk_below_k
-    0   F   30                2           False         False
-    1   F   30                2           False         False
-    2   M   41                1            True          True
+      sex  age  risk_group_size  risk_is_unique  risk_below_k  risk_individual
+    0   F   30                2           False         False              0.5
+    1   F   30                2           False         False              0.5
+    2   M   41                1            True          True              1.0
     """
     thr = None if k is None else int(threshold(1, k=k))
-    d = read_data(data, columns)
-    if isinstance(d.frame, nw.LazyFrame):
+    if isinstance(as_narwhals(data) if not isinstance(data, (str, os.PathLike)) else None, nw.LazyFrame):
         raise UnreadableInputError(
             "record_risk adds a column per row; collect the lazy frame first (.collect())."
         )
-    cols = list(d.columns)
     existing = (
         set(as_narwhals(data).collect_schema().names()) if not isinstance(data, (str, os.PathLike)) else set()
     )
-    for name in ("risk_group_size", "risk_is_unique", "risk_below_k"):
+    for name in (
+        "risk_group_size",
+        "risk_is_unique",
+        "risk_below_k",
+        "risk_individual",
+        "risk_population_size",
+    ):
         if name in existing:
             raise InputError(
                 f"the table already has a column {name!r}; rename it before calling record_risk."
             )
-    size = d.frame.select(nw.len().over(*cols).alias("g"))["g"].to_numpy().astype(np.int64)
+    df, cols, w, _ = read_keys_and_weights(data, columns, weights, what="record_risk")
+    f_g, big_g, ids = group_frequencies(df, cols, w)
+    if weights is not None:
+        check_population_counts(f_g, big_g, weights)
+    size = f_g[ids]
     out: dict[str, NDArray[Any]] = {"risk_group_size": size, "risk_is_unique": size == 1}
     if thr is not None:
         out["risk_below_k"] = size <= thr
+    out["risk_individual"] = benedetti_franconi(f_g, big_g)[ids]
+    if weights is not None:
+        out["risk_population_size"] = big_g[ids]
     return like_input(data, out)
 
 

@@ -7,12 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdckit._io import DataSource, MissingPolicy, read_data
+import numpy as np
+
+from sdckit._io import DataSource, MissingPolicy, as_narwhals, check_columns, read_data
 from sdckit.errors import ParameterError, SdcWarning
 from sdckit.risk._bounds import joint_exposure_bound
 from sdckit.risk._checks import BOUND_METHODS, threshold
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, exposure_curve
+from sdckit.risk._individual import benedetti_franconi
 from sdckit.risk._marginals import Marginals
 
 
@@ -75,6 +78,16 @@ class RiskSummary:
     """The exposure curve (for plots; not in ``to_dict``)."""
     marginals: Marginals | None = None
     """The single-column counts behind the bounds (not in ``to_dict``)."""
+    weights: str | None = None
+    """The sampling-weight column (None: the table is taken as the population)."""
+    exposure_population: float | None = None
+    """With weights: share of users (0..1) whose key's estimated population count F_k is below k
+    (None without weights, or when t was given)."""
+    expected_reidentifications: float = float("nan")
+    """Global risk as a count: sum of the individual risks (Benedetti-Franconi with weights, 1 / f_k
+    without, where it equals the number of groups)."""
+    global_risk: float = float("nan")
+    """Global risk as a share (0..1): expected re-identifications / n."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form with stable keys (shares of users in 0..1; entropy in bits)."""
@@ -96,12 +109,16 @@ def risk_summary(
     t: float | None = None,
     missing: MissingPolicy = "value",
     per_column: bool = True,
+    weights: str | None = None,
 ) -> RiskSummary:
     """Measure the risk of ``data`` on ``columns`` at group size k (default 5) or share t.
 
     Computes the exposure curve (one pass), the marginals (one pass per column), every bound of
     :func:`joint_exposure_bound`, the entropy and its bounds and, with ``per_column``, the exposure
-    without each column (one pass per column).
+    without each column (one pass per column). With ``weights`` (a sampling-weight column) it
+    also reports the population side: F_k = sum of the weights over each key, the share of users
+    whose F_k is below k, and the global risk (expected re-identifications) of
+    :func:`~sdckit.risk.individual_risk`.
 
     Examples
     --------
@@ -115,9 +132,14 @@ def risk_summary(
     threshold(1, k=k, t=t)  # validate before counting
     if t is not None and k is not None:
         raise ParameterError("give exactly one of k (a group size >= 1) or t (a share of rows, 0..1).")
-    d = read_data(data, columns, missing=missing)
-    cols = list(d.columns)
-    curve = exposure_curve(d.frame, cols)
+    if weights is not None:
+        frame = as_narwhals(data)
+        cols = check_columns(frame, columns)
+        d = read_data(frame, [*cols, weights] if weights not in cols else cols, missing=missing)
+    else:
+        d = read_data(data, columns, missing=missing)
+        cols = list(d.columns)
+    curve = exposure_curve(d.frame, cols, weights=weights)
     with warnings.catch_warnings():  # already warned by exposure_curve
         warnings.simplefilter("ignore", SdcWarning)
         marg = Marginals.from_data(d.frame, cols)
@@ -148,7 +170,18 @@ def risk_summary(
                     exposure_without=without,
                 )
             )
+    if curve.group_sizes is not None and curve.population_sizes is not None:
+        expected = float(
+            np.sum(curve.group_sizes * benedetti_franconi(curve.group_sizes, curve.population_sizes))
+        )
+        pop_exposure = float(curve.not_k_anonymous_population(thr + 1)) if k is not None else None
+    else:
+        expected, pop_exposure = float(curve.n_groups), None
     return RiskSummary(
+        weights=weights,
+        exposure_population=pop_exposure,
+        expected_reidentifications=expected,
+        global_risk=expected / n,
         columns=tuple(cols),
         n=n,
         n_dropped=d.n_dropped,
