@@ -39,6 +39,12 @@ def microaggregate(
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write the release here (.parquet or .csv)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the utility measures (k-means, ECDF sample)."),
+    allow_linear_relations: bool = typer.Option(
+        False,
+        "--allow-linear-relations",
+        help="Release even when a linear relation (e.g. TOTAL = A + B) ties the masked columns to columns "
+        "left unchanged, which undoes the masking.",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Microaggregate numeric columns (groups of >= k records) and print the utility table."""
@@ -52,7 +58,9 @@ def microaggregate(
     frame = read_path(data)
     cols = parse_columns(columns)
     with progress("microaggregating", quiet=as_json):
-        model = Microaggregation(k=k, method=method, columns=cols).fit(frame)  # type: ignore[arg-type]
+        model = Microaggregation(
+            k=k, method=method, columns=cols, allow_linear_relations=allow_linear_relations  # type: ignore[arg-type]
+        ).fit(frame)
         release = model.transform(frame)
         names = list(model.feature_names_in_)
         stats = None

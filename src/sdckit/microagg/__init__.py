@@ -16,6 +16,12 @@ from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_typ
 from sdckit.microagg._groups import blocked_mdav_groups, kd_blocks, mdav_groups, standardize, vmdav_groups
 from sdckit.microagg._mdav import MDAV, Method, Microaggregation, information_loss
 from sdckit.microagg._positivity import Fill, PositivityMode, PositivityRestorer, PositivityStats, SortKey
+from sdckit.microagg._relations import (
+    LinearRelation,
+    LinearRelationError,
+    check_linear_relations,
+    find_linear_relations,
+)
 from sdckit.microagg._restore import MomentRestorer, RestoreMethod, restoring_map
 from sdckit.microagg._utility import (
     UtilityTable,
@@ -34,6 +40,8 @@ __all__ = [
     "MDAV",
     "Centre",
     "Fill",
+    "LinearRelation",
+    "LinearRelationError",
     "Method",
     "Microaggregation",
     "Missing",
@@ -45,11 +53,13 @@ __all__ = [
     "SortKey",
     "UtilityTable",
     "blocked_mdav_groups",
+    "check_linear_relations",
     "cluster_utility",
     "ecdf_utility",
     "eigen_distance",
     "eight_types_data",
     "eight_types_experiment",
+    "find_linear_relations",
     "il1s",
     "information_loss",
     "interval_disclosure",
