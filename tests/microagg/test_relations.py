@@ -21,7 +21,8 @@ def test_an_exact_relation_is_found_in_original_units() -> None:
     a, b, c = rng.normal(10, 3, 200), rng.exponential(5, 200), rng.normal(size=200)
     x = np.c_[a, b, c, 2 * a - 0.5 * b + 7]
     (rel,) = find_linear_relations(x, ["a", "b", "c", "t"], prefer=["t"])
-    assert rel.exact and rel.target == "t"
+    assert rel.exact
+    assert rel.target == "t"
     got = dict(zip(rel.others, rel.coefficients, strict=True))
     assert got == {"a": 2.0, "b": -0.5}
     assert rel.intercept == pytest.approx(7.0)
@@ -34,7 +35,8 @@ def test_near_exact_relations_and_no_relation() -> None:
     a, b = rng.normal(size=500), rng.normal(size=500)
     near = a + b + rng.normal(0, 0.005, 500)  # residual sd 0.005 / sd(a + b) ~ 0.35 %
     (rel,) = find_linear_relations(np.c_[a, b, near], ["a", "b", "s"], prefer=["s"])
-    assert not rel.exact and 0 < rel.residual_sd < 0.01
+    assert not rel.exact
+    assert 0 < rel.residual_sd < 0.01
     assert "approximately" in rel.formula()
     loose = a + b + rng.normal(0, 0.5, 500)
     assert find_linear_relations(np.c_[a, b, loose], ["a", "b", "s"]) == []
