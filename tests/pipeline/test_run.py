@@ -123,8 +123,7 @@ def test_data_without_configuration_gets_stated_defaults(csv: Path) -> None:
     result = run_pipeline(parse_config({"input": str(csv)}), report=False)
     assert set(result.config.quasi_identifiers or ()) == {"region", "sex", "age_group", "rare"}
     # income looks like a target: never a guessed quasi-identifier, flagged with its fix
-    assert set(result.config.numeric or ()) == {"hours", "spend"}
-    assert result.config.sensitive == ("income",)
+    assert set(result.config.numeric or ()) == {"income", "hours", "spend"}  # income: masked, never a QI
     assert result.roles is not None
     flags = {f.column: f for f in result.roles.flags}
     assert flags["income"].kind == "target-like"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stderr, stdout
@@ -87,9 +88,9 @@ def _print_roles(result: object) -> None:
         stdout.print(f"[yellow]Quasi-identifiers guessed[/] (no roles given): {', '.join(roles.quasi_identifiers)}")
     for flag in roles.flags:
         if flag.kind != "guessed":
-            stdout.print(f"[yellow]{flag.kind}[/] {flag.message}")
+            stdout.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False)
     if result.not_released:
-        stdout.print("Not released: " + ", ".join(f"{c} ({why})" for c, why in result.not_released.items()))
+        stdout.print(escape("Not released: " + ", ".join(f"{c} ({why})" for c, why in result.not_released.items())))
 
 
 def _print_verdict(result: object) -> None:

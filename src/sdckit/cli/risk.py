@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from sdckit._io import MissingPolicy, writing
@@ -223,7 +224,7 @@ def _guessed_quasi_identifiers(data: Path, sensitive: str | None, weight: str | 
     stderr.print(f"[yellow]Quasi-identifiers guessed[/] (no --columns): {', '.join(roles.quasi_identifiers)}", highlight=False)
     for flag in roles.flags:
         if flag.kind != "guessed":
-            stderr.print(f"[yellow]{flag.kind}:[/] {flag.message}", highlight=False, soft_wrap=True)
+            stderr.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False, soft_wrap=True)
     return list(roles.quasi_identifiers)
 
 

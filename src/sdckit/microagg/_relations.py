@@ -147,6 +147,7 @@ def find_linear_relations(
         return []
     mean, sd = x.mean(axis=0), x.std(axis=0)
     live = np.flatnonzero(sd > 0)
+    names = [str(c) for c in names]
     if live.size < 2:
         return []
     z = (x[:, live] - mean[live]) / sd[live]
@@ -160,8 +161,9 @@ def find_linear_relations(
     if null.shape[0] == 0:
         return []
     order = list(range(live.size))
-    preferred = [i for i, j in enumerate(live) if names[j] in set(prefer)]
-    preferred.sort(key=lambda i: list(prefer).index(names[live[i]]))
+    wanted = list(prefer)
+    preferred = [i for i, j in enumerate(live) if names[int(j)] in set(wanted)]
+    preferred.sort(key=lambda i: wanted.index(names[int(live[i])]))
     order = preferred + [i for i in order if i not in preferred]
     basis, pivots = _rref(null[:, order], tol=1e-8)
     out: list[LinearRelation] = []
@@ -249,7 +251,7 @@ def guard_masking(source: object, masked: Sequence[str], *, allow: bool = False)
     from sdckit._io import as_narwhals, check_numeric
 
     try:
-        frame = as_narwhals(source)  # type: ignore[arg-type]
+        frame = as_narwhals(source)
     except Exception:  # not a frame (e.g. a list of lists): nothing named to check
         return []
     if isinstance(frame, nw.LazyFrame):
@@ -260,5 +262,5 @@ def guard_masking(source: object, masked: Sequence[str], *, allow: bool = False)
     if not others:
         return []
     cols = [c for c in numeric if c in set(masked) or c in set(others)]
-    x, names = check_numeric(source, cols, missing="drop")  # type: ignore[arg-type]
+    x, names = check_numeric(source, cols, missing="drop")
     return check_linear_relations(x, list(names), masked=masked, released=cols)

@@ -109,17 +109,33 @@ def guess_roles(
             flags.append(Flag(name, "weight-like", f"{name!r} looks like a survey weight: not a quasi-identifier. "
                               f"Declare it (weight: [{name}]) or, if it is an attribute, list it under quasi_identifiers."))
             continue
-        if _ID_NAME.search(low) or (n > 2 and n_distinct >= max(3, NEAR_UNIQUE * n) and not dtype.is_float()):
-            kind = "id-like" if _ID_NAME.search(low) or n_distinct == n else "near-unique"
-            guessed_ids.append(name)
-            flags.append(Flag(name, kind, f"{name!r} {'looks like an identifier' if kind == 'id-like' else 'is near-unique'} "
-                              f"({n_distinct:,} distinct values in {n:,} rows): withheld. Declare it "
-                              f"(identifiers: [{name}]) or, to release it, under keep or numeric."))
-            continue
         if _TARGET_NAME.search(low):
-            guessed_sensitive.append(name)
-            flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
-                              f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
+            if dtype.is_numeric() and n_distinct > 10:
+                numeric.append(name)
+                flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
+                                  f"quasi-identifier; masked as numeric. Declare its role (numeric or sensitive: [{name}])."))
+            else:
+                guessed_sensitive.append(name)
+                flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
+                                  f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
+            continue
+        unique = n > 2 and n_distinct == n
+        counter = unique and dtype.is_integer() and _is_counter(frame[name])
+        if _ID_NAME.search(low) or counter or (unique and not dtype.is_numeric()):
+            guessed_ids.append(name)
+            flags.append(Flag(name, "id-like", f"{name!r} looks like an identifier ({n_distinct:,} distinct values in "
+                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
+            continue
+        if n > 2 and n_distinct >= max(3, NEAR_UNIQUE * n):
+            if dtype.is_numeric():
+                numeric.append(name)
+                flags.append(Flag(name, "near-unique", f"{name!r} has {n_distinct:,} distinct values in {n:,} rows: "
+                                  "a continuous attribute, masked as numeric and not a quasi-identifier. Declare its role "
+                                  f"(numeric, keep or identifiers: [{name}])."))
+            else:
+                guessed_ids.append(name)
+                flags.append(Flag(name, "near-unique", f"{name!r} is near-unique ({n_distinct:,} distinct values in "
+                                  f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
             continue
         if dtype.is_numeric() and n_distinct > 10:
             numeric.append(name)
@@ -137,6 +153,12 @@ def guess_roles(
         guessed=True,
         flags=tuple(flags),
     )
+
+
+def _is_counter(s: pl.Series) -> bool:
+    """A row counter: distinct integers filling a range (1..n, 100001..100000+n)."""
+    lo, hi = s.min(), s.max()
+    return lo is not None and hi is not None and int(hi) - int(lo) + 1 == s.len()  # type: ignore[arg-type]
 
 
 def flag_declared(frame: pl.DataFrame, roles: Roles) -> tuple[Flag, ...]:
