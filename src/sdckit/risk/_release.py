@@ -140,13 +140,13 @@ def _interval_disclosure(
     x, xm = x[ok], xm[ok]
     if x.shape[0] < 2:
         return None
-    sd = x.std(axis=0, ddof=1)
-    inside = np.abs(x - xm) <= INTERVAL_WIDTH * sd
+    from sdckit.microagg._utility import interval_disclosure
+
     return {
         "columns": cols,
         "width_sd": INTERVAL_WIDTH,
-        "share": float(np.mean(inside.all(axis=1))),
-        "per_column": {c: float(np.mean(inside[:, j])) for j, c in enumerate(cols)},
+        "share": interval_disclosure(x, xm, k=INTERVAL_WIDTH),
+        "per_column": {c: interval_disclosure(x[:, [j]], xm[:, [j]], k=INTERVAL_WIDTH) for j, c in enumerate(cols)},
         "unit": "share of records (0..1) whose original value lies within +- width_sd sd of the released one",
     }
 
