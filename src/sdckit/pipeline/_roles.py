@@ -86,8 +86,8 @@ def guess_roles(
 ) -> Roles:
     """Guess quasi-identifiers (and numeric columns to mask) for data with no roles; flag every doubt.
 
-    Quasi-identifiers: text, boolean and integer columns with fewer distinct values than half the
-    rows, except columns that look like a survey weight (name), an identifier (name, or a different
+    Quasi-identifiers: text, boolean and integer columns, except near-unique ones (more than 10
+    distinct values and at least half the rows distinct) and columns that look like a survey weight (name), an identifier (name, or a different
     value in most rows) or a target/sensitive attribute (name, e.g. ``income``, ``label``), and
     except the columns given as ``sensitive``, ``weight``, ``identifiers`` or in ``exclude``.
     Numeric columns to mask: numeric columns with more than 10 distinct values that are not
@@ -126,7 +126,7 @@ def guess_roles(
             flags.append(Flag(name, "id-like", f"{name!r} looks like an identifier ({n_distinct:,} distinct values in "
                               f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
             continue
-        if n > 2 and n_distinct >= max(3, NEAR_UNIQUE * n):
+        if n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n:
             if dtype.is_numeric():
                 numeric.append(name)
                 flags.append(Flag(name, "near-unique", f"{name!r} has {n_distinct:,} distinct values in {n:,} rows: "
@@ -139,7 +139,7 @@ def guess_roles(
             continue
         if dtype.is_numeric() and n_distinct > 10:
             numeric.append(name)
-        if (not dtype.is_float()) and n_distinct < max(2, n // 2):
+        if not dtype.is_float():  # near-unique columns were set aside above
             qis.append(name)
     if qis:
         flags.append(Flag(", ".join(qis), "guessed", "quasi-identifiers guessed from the data (text, boolean and "
@@ -173,7 +173,7 @@ def flag_declared(frame: pl.DataFrame, roles: Roles) -> tuple[Flag, ...]:
         if name in roles.quasi_identifiers and _WEIGHT_NAME.search(name.lower()):
             out.append(Flag(name, "weight-like", f"quasi-identifier {name!r} looks like a survey weight; weights make "
                             "almost everyone unique. Move it to weight or identifiers."))
-        elif n > 2 and n_distinct >= max(3, NEAR_UNIQUE * n) and not frame.schema[name].is_float():
+        elif n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n and not frame.schema[name].is_float():
             out.append(Flag(name, "near-unique", f"{name!r} is released unmasked with {n_distinct:,} distinct values "
                             f"in {n:,} rows: it can link records back to the input. Move it to identifiers, mask it "
                             "(numeric) or coarsen it."))
