@@ -173,7 +173,9 @@ def flag_declared(frame: pl.DataFrame, roles: Roles) -> tuple[Flag, ...]:
         if name in roles.quasi_identifiers and _WEIGHT_NAME.search(name.lower()):
             out.append(Flag(name, "weight-like", f"quasi-identifier {name!r} looks like a survey weight; weights make "
                             "almost everyone unique. Move it to weight or identifiers."))
-        elif n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n and not frame.schema[name].is_float():
+        elif n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n and (
+            not frame.schema[name].is_float() or name in roles.weight or name in roles.keep
+        ):
             out.append(Flag(name, "near-unique", f"{name!r} is released unmasked with {n_distinct:,} distinct values "
                             f"in {n:,} rows: it can link records back to the input. Move it to identifiers, mask it "
                             "(numeric) or coarsen it."))
