@@ -176,7 +176,7 @@ def flag_declared(frame: pl.DataFrame, roles: Roles) -> tuple[Flag, ...]:
         elif n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n and (
             not frame.schema[name].is_float() or name in roles.weight or name in roles.keep
         ):
+            fix = "round it or move it to identifiers" if name in roles.weight else "move it to identifiers, mask it (numeric) or coarsen it"
             out.append(Flag(name, "near-unique", f"{name!r} is released unmasked with {n_distinct:,} distinct values "
-                            f"in {n:,} rows: it can link records back to the input. Move it to identifiers, mask it "
-                            "(numeric) or coarsen it."))
+                            f"in {n:,} rows: it can link records back to the input; {fix}."))
     return tuple(out)
