@@ -5,6 +5,7 @@ Exposure is re-counted here with plain polars on the file as written (not with s
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import types
@@ -263,7 +264,7 @@ class _FakeRecoder:
         out = frame
         self.changes_: dict[str, int] = {}
         for c, breaks in self.columns.items():
-            labels = np.array([f"[{lo}, {hi})" for lo, hi in zip(breaks[:-1], breaks[1:], strict=False)])
+            labels = np.array([f"[{lo}, {hi})" for lo, hi in itertools.pairwise(breaks)])
             binned = pl.Series(c, labels[np.digitize(out[c].to_numpy(), breaks[1:-1])])
             self.changes_[c] = int((binned != out[c].cast(pl.String)).sum())
             out = out.with_columns(binned.alias(c))
