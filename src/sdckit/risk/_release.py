@@ -160,7 +160,10 @@ def _l_diversity(release: pl.DataFrame, qis: Sequence[str], sensitive: Sequence[
         return None, "sdckit.risk.l_diversity is not in this build; l-diversity is not measured"
     out: dict[str, Any] = {}
     for c in cols:
-        got = fn(release, list(qis), c)
+        try:
+            got = fn(release, list(qis), c)
+        except (TypeError, ValueError):  # an API that takes the sensitive columns as a list
+            got = fn(release, list(qis), [c])
         if hasattr(got, "to_dict"):
             got = got.to_dict()
         out[c] = got
