@@ -14,7 +14,8 @@ from sdckit.spectral import AdditiveNoise, NoisyPCA
 
 # One non-default value per parameter, so a parameter that get_params misses or reorders shows.
 ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
-    (MDAV, {"k": 5, "columns": ["x"], "centre": "median", "strata": ["s"], "missing": "keep"}),
+    (MDAV, {"k": 5, "columns": ["x"], "centre": "median", "strata": ["s"], "missing": "keep",
+            "allow_linear_relations": True}),
     (
         Microaggregation,
         {
@@ -27,6 +28,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "sort_by": "x",
             "block_size": 100,
             "missing": "keep",
+            "allow_linear_relations": True,
         },
     ),
     (MomentRestorer, {"method": "cholesky", "columns": ["x"]}),

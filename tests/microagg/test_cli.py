@@ -14,7 +14,7 @@ from sdckit.cli import app
 
 runner = CliRunner()
 CENSUS = str(Path(__file__).resolve().parents[1] / "data" / "casc_census.csv.gz")
-COLS = "AFNLWGT,AGI,FEDTAX,PTOTVAL"
+COLS = "AFNLWGT,AGI,FEDTAX,PTOTVAL,PEARNVAL,POTHVAL"  # PTOTVAL = PEARNVAL + POTHVAL: masked together
 
 
 def test_json_and_output_file(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from sdckit.errors import ConfigError
 from sdckit.pipeline import MicroaggregateStep, NoiseStep, SuppressStep, load_config, parse_config
@@ -41,7 +42,8 @@ def test_a_complete_file(tmp_path: Path) -> None:
     )
     assert cfg.output_data == str(tmp_path / "out/protected.parquet")
     assert cfg.to_dict()["steps"][0] == {
-        "microaggregate": {"method": "mdav", "k": 4, "columns": None, "restore_moments": True, "positivity": "same"}
+        "microaggregate": {"method": "mdav", "k": 4, "columns": None, "restore_moments": True, "positivity": "same",
+                           "strata": None, "small_strata": "merge"}
     }
 
 
@@ -60,13 +62,21 @@ def test_defaults_mean_the_bundled_adult_data() -> None:
         ({"k": "5"}, r"<dict>.k: expected a whole number, got '5' \(str\)"),
         ({"k": 0}, "k: must be >= 1, got 0"),
         ({"k": True}, "expected a whole number"),
-        ({"budget": 1.5}, "budget: must be between 0.0 and 1.0, got 1.5"),
+        ({"budget": 1.5}, "budget: must be <= 1.0, got 1.5"),
+        ({"budget": -0.1}, "budget: must be >= 0.0, got -0.1"),
         ({"numeric": []}, "expected a non-empty list of column names"),
         ({"steps": {"noise": {}}}, "expected a list of steps"),
         ({"steps": [{"microaggregation": {}}]}, "steps\\[0\\]: unknown key 'microaggregation'. Did you mean 'microaggregate'"),
         ({"steps": [{"microaggregate": {"kk": 3}}]}, "steps\\[0\\].microaggregate: unknown key 'kk'"),
         ({"steps": [{"microaggregate": {"method": "kmeans"}}]}, "'kmeans' is not one of mdav"),
-        ({"steps": [{"noise": {"t": -1}}]}, "steps\\[0\\].noise.t: must be between"),
+        ({"steps": [{"noise": {"t": -1}}]}, "steps\\[0\\].noise.t: must be >= 0.0, got -1"),
+        ({"steps": [{"noise": {"t": "lots"}}]}, "steps\\[0\\].noise.t: expected a number, got 'lots'"),
+        ({"steps": [{"noise": {"max_leakage_nat": 1}}]}, "unknown key 'max_leakage_nat'. Did you mean 'max_leakage_nats'"),
+        ({"steps": [{"recode": ["age"]}]}, "steps\\[0\\].recode: expected a mapping"),
+        ({"keep": ["a"], "identifiers": ["a"]}, "column 'a' is under both identifiers and keep; give each column one role"),
+        ({"numeric": ["x"], "keep": ["x"]}, "column 'x' is under numeric \\(to mask\\) and keep"),
+        ({"allow_over_budget": "yes"}, "allow_over_budget: expected true or false, got 'yes'"),
+        ({"sensitive": [3]}, r"sensitive\[0\]: expected a string, got 3 \(int\)"),
         ({"steps": [{"noise": {}, "suppress": {}}]}, "each step is one of"),
         ({"output": {"html": "x"}}, "output: unknown key 'html'"),
         (["not", "a", "mapping"], "expected a mapping"),
@@ -92,3 +102,46 @@ def test_file_errors(tmp_path: Path) -> None:
 def test_yaml_no_means_no_positivity() -> None:
     cfg = parse_config({"steps": [{"microaggregate": {"positivity": False}}]})
     assert cfg.steps[0] == MicroaggregateStep(positivity="none")
+
+
+def test_epsilon_is_renamed_with_a_clear_error() -> None:
+    # epsilon means differential privacy only; the pipeline's leakage budget is in nats
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.noise: 'epsilon' was renamed 'max_leakage_nats'.*nats"):
+        parse_config({"steps": [{"noise": {"epsilon": 1.0}}]})
+    with pytest.raises(ConfigError, match="'epsilon' was renamed"):
+        parse_config({"epsilon": 1.0})
+    cfg = parse_config({"steps": [{"noise": {"max_leakage_nats": 0.5}}]})
+    assert cfg.steps[0] == NoiseStep(max_leakage_nats=0.5)
+    assert cfg.to_dict()["steps"][0]["noise"]["max_leakage_nats"] == 0.5
+
+
+def test_roles_and_anonymize_steps() -> None:
+    cfg = parse_config(
+        {
+            "quasi_identifiers": "age, sex",
+            "sensitive": ["income"],
+            "weight": "w",
+            "identifiers": ["id"],
+            "keep": ["note"],
+            "allow_over_budget": True,
+            "steps": [{"recode": {"columns": {"age": [0, 30, 60, 120]}}}, {"local_suppression": {}}],
+        }
+    )
+    assert cfg.quasi_identifiers == ("age", "sex")
+    assert (cfg.weight, cfg.identifiers, cfg.keep) == (("w",), ("id",), ("note",))
+    assert cfg.allow_over_budget
+    assert [s.kind for s in cfg.steps] == ["recode", "local_suppression"]
+    assert cfg.steps[0].params == {"columns": {"age": [0, 30, 60, 120]}}  # type: ignore[union-attr]
+    assert cfg.to_dict()["steps"][1] == {"local_suppression": {}}
+    # the config is frozen
+    with pytest.raises(ValidationError):
+        cfg.k = 3  # type: ignore[misc]
+
+
+def test_microaggregate_within_strata_of_the_quasi_identifiers() -> None:
+    cfg = parse_config({"steps": [{"microaggregate": {"columns": ["age"], "strata": "quasi_identifiers"}}]})
+    step = cfg.steps[0]
+    assert isinstance(step, MicroaggregateStep)
+    assert (step.strata, step.small_strata) == ("quasi_identifiers", "merge")
+    with pytest.raises(ConfigError, match="small_strata: 'drop' is not one of merge or error"):
+        parse_config({"steps": [{"microaggregate": {"small_strata": "drop"}}]})

@@ -105,7 +105,7 @@ def test_noise_step_is_seeded(csv: Path) -> None:
 
 
 def test_recommended_noise_uses_the_design(csv: Path) -> None:
-    raw = _config(csv, steps=[{"noise": {"t": "recommended", "epsilon": 0.5}}])
+    raw = _config(csv, steps=[{"noise": {"t": "recommended", "max_leakage_nats": 0.5}}])
     log = run_pipeline(parse_config(raw), report=False).steps[0]
     assert log.details["recommended_by"] == "design_noise"
     assert log.details["t"] == log.details["design"]["t"] > 0
@@ -122,7 +122,12 @@ def test_columns_not_in_the_data(csv: Path) -> None:
 def test_data_without_configuration_gets_stated_defaults(csv: Path) -> None:
     result = run_pipeline(parse_config({"input": str(csv)}), report=False)
     assert set(result.config.quasi_identifiers or ()) == {"region", "sex", "age_group", "rare"}
-    assert set(result.config.numeric or ()) == {"income", "hours", "spend"}
+    # income looks like a target: never a guessed quasi-identifier, flagged with its fix
+    assert set(result.config.numeric or ()) == {"income", "hours", "spend"}  # income: masked, never a QI
+    assert result.roles is not None
+    flags = {f.column: f for f in result.roles.flags}
+    assert flags["income"].kind == "target-like"
+    assert "sensitive: [income]" in flags["income"].message
 
 
 def test_cli_run_writes_data_and_report(tmp_path: Path, csv: Path) -> None:

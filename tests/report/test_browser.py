@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from sdckit.pipeline import load_config, run_pipeline
 from sdckit.report._main import SECTION_IDS, build_report
+
+ADULT_PIPELINE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -27,7 +30,8 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    build_report(seed=20261130).write(out)
+    # the Adult example pipeline (its masking steps run in memory), rendered: input and release side by side
+    build_report(run_pipeline(load_config(ADULT_PIPELINE), report=False)).write(out)
     return out
 
 
@@ -58,6 +62,16 @@ def test_report_in_headless_chromium(report_page: Path, tmp_path: Path) -> None:
                 assert section.count() == 1, f"section {section_id!r} is missing"
                 assert section.is_visible(), f"section {section_id!r} is not visible"
                 assert section.locator("h2").inner_text().strip(), f"section {section_id!r} has no title"
+            check = page.locator("section#release_check")
+            heads = [h.strip() for h in check.locator("table.data").first.locator("th").all_inner_texts()]
+            assert heads == ["measure", "input, as is", "release, as written"], heads
+            assert check.locator("table.data").first.is_visible()
+            row = check.locator("tr", has_text="users in groups < k").first
+            cells = [c.strip() for c in row.locator("td").all_inner_texts()]
+            assert cells[2] == "0 %", f"the release's exposure at k: {cells}"
+            assert cells[1] != cells[2], "input and release differ side by side"
+            summary = page.locator("section#summary")
+            assert "in the release as written" in summary.inner_text()
             plots = page.locator("figure.plot")
             assert plots.count() >= 4, f"expected plots in the report, found {plots.count()}"
             for i in range(plots.count()):

@@ -61,6 +61,12 @@ def microaggregate(
         "error", "--missing", help="Rows with a missing value in the columns: 'error' (default) or 'drop'."
     ),
     read: ReadOptions = None,  # type: ignore[assignment]  # filled by @reads_data
+    allow_linear_relations: bool = typer.Option(
+        False,
+        "--allow-linear-relations",
+        help="Release even when a linear relation (e.g. TOTAL = A + B) ties the masked columns to columns "
+        "left unchanged, which undoes the masking.",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Microaggregate numeric columns (groups of >= k records) and print the utility table."""
@@ -77,7 +83,9 @@ def microaggregate(
     cols = parse_columns(columns)
     frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
     with progress("microaggregating", total=2 if utility != "none" else 1, quiet=as_json) as advance:
-        model = Microaggregation(k=k, method=method, columns=cols).fit(frame)  # type: ignore[arg-type]
+        model = Microaggregation(
+            k=k, method=method, columns=cols, allow_linear_relations=allow_linear_relations  # type: ignore[arg-type]
+        ).fit(frame)
         release = model.transform(frame)
         names = list(model.feature_names_in_)
         stats = None

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
+from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stderr, stdout
 
 # one tick per stage of run_pipeline/assemble_report: plan, steps..., 6 sections
 _STAGES = 8
@@ -26,8 +26,12 @@ def report(
     ),
     config: Path | None = typer.Option(None, "--config", help="A pipeline file (YAML/JSON) with columns, k, budget, steps."),
     output: Path = typer.Option(Path("report.html"), "--out", "--output", "-o", help="Where to write the HTML page (the JSON sidecar goes beside it)."),
-    quasi_identifiers: str | None = typer.Option(None, "--quasi-identifiers", "-q", help="Comma-separated columns an attacker may know."),
+    quasi_identifiers: str | None = typer.Option(None, "--quasi-identifiers", "-q", help="Comma-separated columns an attacker may know (default: guessed, and said so)."),
     numeric: str | None = typer.Option(None, "--numeric", help="Comma-separated numeric columns to mask."),
+    sensitive: str | None = typer.Option(None, "--sensitive", help="Comma-separated sensitive columns (never quasi-identifiers; l-diversity)."),
+    weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s) (never quasi-identifiers)."),
+    identifiers: str | None = typer.Option(None, "--identifiers", help="Comma-separated identifier columns (never released)."),
+    keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
     k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="Largest share of users (0..1) in groups < k for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
@@ -37,8 +41,13 @@ def report(
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Write the self-contained HTML report: risk, release plan, microaggregation, private PCA, summary."""
+    """Write the self-contained HTML report: the release measured beside the input, risk, plan, masking, summary.
+
+    With a pipeline file, its steps run in memory (nothing but the report is written) and the report
+    measures their release; without one, the release is the input's role columns as they are.
+    """
     from sdckit.pipeline import PipelineConfig, load_config, run_pipeline
+    from sdckit.report._main import build_report
 
     cfg = load_config(config) if config is not None else PipelineConfig()
     overrides: dict[str, object] = {}
@@ -46,29 +55,60 @@ def report(
         overrides["source"] = "the command line"
     if data is not None:
         overrides["input"] = str(data)
-    if quasi_identifiers is not None:
-        overrides["quasi_identifiers"] = tuple(parse_columns(quasi_identifiers) or ())
-    if numeric is not None:
-        overrides["numeric"] = tuple(parse_columns(numeric) or ())
+    for key, text in (("quasi_identifiers", quasi_identifiers), ("numeric", numeric), ("sensitive", sensitive),
+                      ("weight", weight), ("identifiers", identifiers), ("keep", keep)):
+        if text is not None:
+            overrides[key] = tuple(parse_columns(text) or ()) or None
     for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):
         if value is not None:
             overrides[key] = value
-    cfg = replace(cfg, **overrides)  # type: ignore[arg-type]
-    if not cfg.uses_adult and not cfg.quasi_identifiers:  # checked here, in the words of the command line
-        where = f" (and {config.name} names none)" if config is not None else ""
-        raise typer.BadParameter(
-            f"name the columns an attacker may know{where}, e.g. -q age,sex,region "
-            f"(sdckit describe {Path(cfg.input or '').name} lists the columns)",
-            param_hint="'--quasi-identifiers' / '-q'",
-        )
+    cfg = cfg.replace(**overrides)
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
-        result = run_pipeline(cfg, advance=advance)
-        html_path, json_path = result.report.write(output)
+        result = run_pipeline(cfg, advance=advance, report=False)
+        html_path, json_path = build_report(result, advance=advance).write(output)
+    measure = result.release_measure
     if as_json:
-        print_json({"report": str(html_path.resolve()), "sidecar": str(json_path.resolve()), "plan": result.plan.to_dict()})
+        print_json({"report": str(html_path.resolve()), "sidecar": str(json_path.resolve()), "plan": result.plan.to_dict(),
+                    "release": measure.to_dict() if measure is not None else None,
+                    "roles": result.roles.to_dict() if result.roles is not None else None})
         return
+    _print_roles(result)
+    if measure is not None:
+        _print_verdict(result)
     stdout.print(f"Report written to [bold]{html_path.resolve()}[/]")
     stdout.print(f"Every figure is also in {json_path.resolve()}")
+
+
+def _print_roles(result: object) -> None:
+    from sdckit.pipeline import PipelineResult
+
+    assert isinstance(result, PipelineResult)
+    roles = result.roles
+    if roles is None:
+        return
+    if roles.guessed:
+        stdout.print(f"[yellow]Quasi-identifiers guessed[/] (no roles given): {', '.join(roles.quasi_identifiers)}")
+    for flag in roles.flags:
+        if flag.kind != "guessed":
+            stdout.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False)
+    if result.not_released:
+        stdout.print(escape("Not released: " + ", ".join(f"{c} ({why})" for c, why in result.not_released.items())))
+
+
+def _print_verdict(result: object) -> None:
+    from sdckit.pipeline import PipelineResult
+    from sdckit.report._release_check import verdict
+
+    assert isinstance(result, PipelineResult)
+    measure = result.release_measure
+    assert measure is not None
+    text = verdict(measure, result.config.allow_over_budget)
+    if measure.within_budget:
+        stdout.print(f"[green]{text}[/]")
+        return
+    stdout.print(f"[bold red]{text}[/]")
+    for fix in measure.fixes:
+        stdout.print(f"  [red]fix:[/] {fix}")
 
 
 @handles_errors
@@ -76,31 +116,45 @@ def run(
     pipeline: Path = typer.Argument(..., help="The pipeline file (YAML or JSON); see examples/pipelines/."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Run a release pipeline: measure, plan, mask, then write the protected data and the report."""
+    """Run a release pipeline: mask, measure the release as written, write it and the report.
+
+    Over budget (the release's exposure at k above the budget), it writes the report, marked not
+    safe with what would fix it, writes no data file, and exits 1, unless the pipeline sets
+    ``allow_over_budget: true`` (then the file is written and the summary says so in red).
+    """
     from sdckit.pipeline import load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance)
         written = write_outputs(result)
+    measure = result.release_measure
     payload = {
+        "within_budget": result.within_budget,
+        "refused": result.refused,
+        "release": measure.to_dict() if measure is not None else None,
         "plan": result.plan.to_dict(),
         "steps": [s.to_dict() for s in result.steps],
         "rows": result.protected.height,
         "columns": result.protected.columns,
+        "not_released": result.not_released,
         "outputs": {k: str(v.resolve()) for k, v in written.items()},
     }
     if as_json:
         print_json(payload)
+        if result.refused:
+            raise typer.Exit(1)
         return
-    stdout.print(
-        f"[bold]{cfg.name}[/]: release {', '.join(result.plan.columns) or 'no quasi-identifier'} "
-        f"(bound {result.plan.bound:.3%} of users in groups < {result.plan.k}; budget {result.plan.budget:.1%})"
-    )
+    stdout.print(f"[bold]{cfg.name}[/]")
     table = Table("step", "kind", "effect")
     for i, step in enumerate(result.steps, 1):
         table.add_row(str(i), step.kind, step.description)
     if result.steps:
         stdout.print(table)
+    _print_roles(result)
+    _print_verdict(result)
     for kind, path in written.items():
         stdout.print(f"{kind}: [bold]{path.resolve()}[/]")
+    if result.refused:
+        stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
+        raise typer.Exit(1)

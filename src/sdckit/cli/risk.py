@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from sdckit._io import writing
@@ -283,13 +284,40 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
     return out or None
 
 
+def _guessed_quasi_identifiers(
+    data: Path, sensitive: str | None, weight: str | None, identifiers: str | None, read: Any = None
+) -> list[str]:
+    """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr."""
+    from sdckit._io import read_path
+    from sdckit.pipeline._roles import guess_roles
+
+    roles = guess_roles(
+        read_path(data, read),
+        sensitive=parse_columns(sensitive) or (),
+        weight=parse_columns(weight) or (),
+        identifiers=parse_columns(identifiers) or (),
+    )
+    if not roles.quasi_identifiers:
+        raise typer.BadParameter("no column looks like a quasi-identifier; name them with --columns", param_hint="--columns")
+    stderr.print(f"[yellow]Quasi-identifiers guessed[/] (no --columns): {', '.join(roles.quasi_identifiers)}", highlight=False)
+    for flag in roles.flags:
+        if flag.kind != "guessed":
+            stderr.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False, soft_wrap=True)
+    return list(roles.quasi_identifiers)
+
+
 @handles_errors
 @reads_data
 def plan(
     data: Path | None = typer.Argument(
         None, help="A CSV, TSV, Parquet or JSON-lines file, .gz allowed (or use --from-marginals)."
     ),
-    columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
+    columns: str | None = typer.Option(
+        None, "--columns", "-c", help="Candidate quasi-identifiers (default: guessed, never targets, weights or IDs)."
+    ),
+    sensitive: str | None = typer.Option(None, "--sensitive", help="Sensitive columns: never candidates."),
+    weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s): never candidates."),
+    identifiers: str | None = typer.Option(None, "--identifiers", help="Identifier columns: never candidates."),
     k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
@@ -344,6 +372,8 @@ def plan(
             param_hint="--setting",
         )
     cols = parse_columns(columns)
+    if cols is None and data is not None:
+        cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read)
     if from_marginals is not None:
         marg = _read_marginals(from_marginals)
         source = from_marginals.name

@@ -23,6 +23,12 @@ from sdckit.microagg._positivity import (
     PositivityStats,
     SortKey,
 )
+from sdckit.microagg._relations import (
+    LinearRelation,
+    LinearRelationError,
+    check_linear_relations,
+    find_linear_relations,
+)
 from sdckit.microagg._restore import MomentRestorer, RestoreMethod, restoring_map
 from sdckit.microagg._utility import (
     UtilityTable,
@@ -41,6 +47,8 @@ __all__ = [
     "MDAV",
     "Centre",
     "Fill",
+    "LinearRelation",
+    "LinearRelationError",
     "Method",
     "Microaggregation",
     "Missing",
@@ -53,11 +61,13 @@ __all__ = [
     "SortKey",
     "UtilityTable",
     "blocked_mdav_groups",
+    "check_linear_relations",
     "cluster_utility",
     "ecdf_utility",
     "eigen_distance",
     "eight_types_data",
     "eight_types_experiment",
+    "find_linear_relations",
     "il1s",
     "information_loss",
     "interval_disclosure",

@@ -22,6 +22,7 @@ from sdckit.microagg._groups import (
     standardize,
     vmdav_groups,
 )
+from sdckit.microagg._relations import guard_masking
 
 Method = Literal["mdav", "mdav_blocked", "vmdav", "rank", "pca", "single"]
 """Grouping method (sdcMicro names in brackets):
@@ -90,6 +91,9 @@ class Microaggregation(Estimator):
     sort_by : the column ``method="single"`` sorts by (default: the first of ``columns``).
     block_size : rows per block for ``method="mdav_blocked"`` (at least 2k).
     missing : ``"error"`` or ``"keep"`` (see :data:`sdckit.microagg.Missing`).
+    allow_linear_relations : release anyway when a linear relation ties the microaggregated columns
+        to numeric columns the frame keeps unchanged (default False: ``fit_transform`` and
+        ``transform`` raise :class:`~sdckit.microagg.LinearRelationError`, naming the relation).
 
     Attributes
     ----------
@@ -131,6 +135,7 @@ class Microaggregation(Estimator):
         sort_by: str | None = None,
         block_size: int = 10_000,
         missing: Missing = "error",
+        allow_linear_relations: bool = False,
     ) -> None:
         self.k = k
         self.method = method
@@ -141,6 +146,7 @@ class Microaggregation(Estimator):
         self.sort_by = sort_by
         self.block_size = block_size
         self.missing = missing
+        self.allow_linear_relations = allow_linear_relations
 
     def _method(self) -> str:
         return str(self.method)
@@ -225,6 +231,7 @@ class Microaggregation(Estimator):
                 f"microaggregation groups rows, so transform needs the {self.groups_.shape[0]} rows seen in fit; "
                 f"got {x.shape[0]}. Use fit_transform on the new table."
             )
+        guard_masking(X, names, allow=bool(getattr(self, "allow_linear_relations", False)))
         masked = self._centres(x)
         return like_input(X, {name: masked[:, j] for j, name in enumerate(names)})
 
@@ -264,12 +271,14 @@ class MDAV(Microaggregation):
         centre: Centre = "mean",
         strata: Sequence[str] | None = None,
         missing: Missing = "error",
+        allow_linear_relations: bool = False,
     ) -> None:
         self.k = k
         self.columns = columns
         self.centre = centre
         self.strata = strata
         self.missing = missing
+        self.allow_linear_relations = allow_linear_relations
 
     def _method(self) -> str:
         return "mdav"

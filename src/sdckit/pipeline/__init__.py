@@ -1,10 +1,14 @@
-"""A declarative release pipeline: input, quasi-identifiers, k, budget, masking steps, outputs.
+"""A declarative release pipeline: input, column roles, k, budget, masking steps, outputs.
 
-``sdckit run pipeline.yaml`` and ``sdckit report --config pipeline.yaml`` read one of these files;
-see ``examples/pipelines/`` for complete examples.
+``sdckit run pipeline.yaml`` runs one of these files: it masks, keeps only the columns with a
+releasing role, measures the release as written (:func:`sdckit.risk.measure_release`) and
+refuses, writing no data file, when the release is over its budget. ``sdckit report --config``
+renders the same run without writing data. See ``examples/pipelines/`` and ``docs/pipeline.md``.
 """
 
 from sdckit.pipeline._config import (
+    ANONYMIZE_STEPS,
+    AnonymizeStep,
     MicroaggregateStep,
     NoiseStep,
     PipelineConfig,
@@ -13,18 +17,32 @@ from sdckit.pipeline._config import (
     load_config,
     parse_config,
 )
-from sdckit.pipeline._run import PipelineResult, StepLog, guess_columns, run_pipeline, write_outputs
+from sdckit.pipeline._roles import Flag, Roles, guess_roles
+from sdckit.pipeline._run import (
+    PipelineResult,
+    StepLog,
+    guess_columns,
+    merge_small_strata,
+    run_pipeline,
+    write_outputs,
+)
 
 __all__ = [
+    "ANONYMIZE_STEPS",
+    "AnonymizeStep",
+    "Flag",
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
     "PipelineResult",
+    "Roles",
     "Step",
     "StepLog",
     "SuppressStep",
     "guess_columns",
+    "guess_roles",
     "load_config",
+    "merge_small_strata",
     "parse_config",
     "run_pipeline",
     "write_outputs",

@@ -1,8 +1,21 @@
-"""The declarative release pipeline: a YAML/JSON file, validated into a frozen :class:`PipelineConfig`.
+"""The declarative release pipeline: a YAML/JSON file, validated by pydantic into a frozen :class:`PipelineConfig`.
 
 Validation is strict and precise: an unknown key names its near matches, a wrong type names the key
 path, the value and what was expected. Column names are checked against the data in
 :func:`sdckit.pipeline.run_pipeline`, where the data is known.
+
+Column roles (what goes out is decided here, not guessed):
+
+==================  ===========================================================================
+quasi_identifiers   columns an attacker may know; released as masked by the steps, measured
+numeric             numeric columns to mask (a numeric quasi-identifier may be one of them)
+sensitive           released; their l-diversity within the quasi-identifier groups is measured
+weight              survey weight(s); never a quasi-identifier; released as they are
+keep                released as they are (not quasi-identifiers)
+identifiers         never released
+==================  ===========================================================================
+
+A column with no role is not released, and the report lists it.
 """
 
 from __future__ import annotations
@@ -10,15 +23,17 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sdckit.errors import ConfigError
 
 __all__ = [
+    "ANONYMIZE_STEPS",
+    "AnonymizeStep",
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
@@ -36,92 +51,243 @@ POSITIVITY_MODES = ("none", "same", "subset", "global")
 NOISE_DISTRIBUTIONS = ("gaussian", "laplace", "uniform", "rademacher", "discrete")
 BOUND_METHODS = ("best", "lower", "support", "theorem2", "theorem3")
 
+ANONYMIZE_STEPS: dict[str, str] = {
+    "recode": "sdckit.anonymize:GlobalRecoder",
+    "top_code": "sdckit.anonymize:TopBottomCoder",
+    "local_suppression": "sdckit.anonymize:LocalSuppressor",
+    "pram": "sdckit.anonymize:PRAM",
+}
+"""Pipeline steps whose options are the constructor keywords of an estimator ("module:Class", imported lazily)."""
 
-@dataclass(frozen=True, kw_only=True)
-class MicroaggregateStep:
+STEP_KINDS = ("microaggregate", "noise", "suppress", *ANONYMIZE_STEPS)
+
+Whole = Annotated[int, Field(strict=True)]
+Number = Annotated[float, Field(strict=True)]
+Flag = Annotated[bool, Field(strict=True)]
+Text = Annotated[str, Field(strict=True)]
+Columns = Annotated[tuple[Text, ...], Field(min_length=1)]
+
+
+def _split(value: Any) -> Any:
+    """``"a, b"`` is the list ``[a, b]``; lists are kept (validated as names later)."""
+    if isinstance(value, str):
+        return [c.strip() for c in value.split(",") if c.strip()]
+    return value
+
+
+def _near(key: str, allowed: Sequence[str]) -> str:
+    near = difflib.get_close_matches(key, list(allowed), n=2, cutoff=0.6)
+    return f" Did you mean {' or '.join(map(repr, near))}?" if near else f" Allowed: {', '.join(allowed)}."
+
+
+class _Strict(BaseModel):
+    """Frozen, no extra keys; an unknown key names its near matches."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    internal: ClassVar[tuple[str, ...]] = ("kind", "source")
+
+    @classmethod
+    def allowed_keys(cls) -> tuple[str, ...]:
+        return tuple(k for k in cls.model_fields if k not in cls.internal)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, raw: Any) -> Any:
+        if isinstance(raw, Mapping):
+            renamed = getattr(cls, "renamed", {})
+            for key in raw:
+                if key in renamed:
+                    why = getattr(cls, "why_renamed", "")
+                    raise ValueError(f"{key!r} was renamed {renamed[key]!r} ({why}); write {renamed[key]}: {raw[key]!r}.")
+                if key not in cls.allowed_keys() and key not in cls.internal:
+                    raise ValueError(f"unknown key {str(key)!r}.{_near(str(key), cls.allowed_keys())}")
+        return raw
+
+
+class MicroaggregateStep(_Strict):
     """Replace the numeric columns by group means (k-anonymity for continuous attributes)."""
 
-    method: str = "mdav"
+    method: Literal["mdav", "mdav_blocked", "vmdav", "rank", "pca", "single"] = "mdav"
     """MDAV or one of its family (see ``sdckit.microagg``)."""
-    k: int = 3
+    k: Annotated[int, Field(strict=True, ge=2)] = 3
     """Smallest group size."""
-    columns: tuple[str, ...] | None = None
+    columns: Columns | None = None
     """Columns to microaggregate together (default: the pipeline's ``numeric`` columns)."""
-    restore_moments: bool = True
+    restore_moments: Flag = True
     """Apply the linear transformation that restores the original mean and covariance."""
-    positivity: str = "none"
+    positivity: Literal["none", "same", "subset", "global"] = "none"
     """Positivity-preserving variant: ``none``, ``same``, ``subset`` or ``global``."""
+    strata: Columns | Literal["quasi_identifiers"] | None = None
+    """Microaggregate separately within each combination of these columns; ``quasi_identifiers``
+    means the categorical quasi-identifiers, so the combined quasi-identifier set reaches k."""
+    small_strata: Literal["merge", "error"] = "merge"
+    """Strata with fewer than k rows: ``merge`` suppresses their strata values (to ``*``, the
+    column with most distinct values first) until every stratum has k rows; ``error`` refuses."""
 
     kind: Literal["microaggregate"] = "microaggregate"
 
+    @field_validator("columns", "strata", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return v if v == "quasi_identifiers" else _split(v)
 
-@dataclass(frozen=True, kw_only=True)
-class NoiseStep:
+    @field_validator("positivity", mode="before")
+    @classmethod
+    def _yaml_no(cls, v: Any) -> Any:
+        return "none" if v is False else v  # YAML reads `positivity: no` as False
+
+
+class NoiseStep(_Strict):
     """Add independent noise of variance ``t`` per entry (the local mechanism of private PCA)."""
 
-    t: float | Literal["recommended"] = "recommended"
+    renamed: ClassVar[dict[str, str]] = {"epsilon": "max_leakage_nats"}
+    why_renamed: ClassVar[str] = "it is information leakage in nats, not differential privacy's epsilon"
+
+    t: Annotated[float, Field(strict=True, ge=0.0, le=1e6)] | Literal["recommended"] = "recommended"
     """Noise variance per entry (on standardised columns), or ``recommended`` from the design."""
-    distribution: str = "gaussian"
+    distribution: Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"] = "gaussian"
     """Noise law: gaussian, laplace, uniform, rademacher, discrete."""
-    columns: tuple[str, ...] | None = None
+    columns: Columns | None = None
     """Columns to perturb (default: the pipeline's ``numeric`` columns)."""
-    epsilon: float = 1.0
-    """Leakage budget in nats used when ``t`` is ``recommended``."""
+    max_leakage_nats: Annotated[float, Field(strict=True, gt=0.0, le=1e9)] = 1.0
+    """Largest information leakage per respondent, in nats, used when ``t`` is ``recommended``."""
 
     kind: Literal["noise"] = "noise"
 
+    @field_validator("columns", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return _split(v)
 
-@dataclass(frozen=True, kw_only=True)
-class SuppressStep:
+
+class SuppressStep(_Strict):
     """Global suppression: drop quasi-identifiers that the release plan excludes (or those named)."""
 
-    columns: Literal["plan"] | tuple[str, ...] = "plan"
+    columns: Literal["plan"] | Columns = "plan"
     """``plan`` (drop what the planner excluded) or an explicit list of columns to drop."""
 
     kind: Literal["suppress"] = "suppress"
 
+    @field_validator("columns", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return v if v == "plan" else _split(v)
 
-Step = MicroaggregateStep | NoiseStep | SuppressStep
+
+class AnonymizeStep(_Strict):
+    """A step of ``sdckit.anonymize`` (recode, top_code, local_suppression, pram): options are its constructor's keywords."""
+
+    kind: Literal["recode", "top_code", "local_suppression", "pram"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Keywords passed to the estimator's constructor (e.g. ``columns``, ``k``)."""
+
+    internal: ClassVar[tuple[str, ...]] = ("kind", "source", "params")
 
 
-@dataclass(frozen=True, kw_only=True)
-class PipelineConfig:
+Step = MicroaggregateStep | NoiseStep | SuppressStep | AnonymizeStep
+
+
+class Output(_Strict):
+    data: Text | None = None
+    report: Text | None = "report.html"
+
+
+class PipelineConfig(_Strict):
     """A validated release pipeline. Paths are resolved against the config file's folder."""
 
-    input: str | None = None
+    input: Text | None = None
     """Path of the data (CSV, Parquet, JSON lines); None or ``adult`` for the bundled Adult data."""
-    name: str = DEFAULT_NAME
+    name: Text = DEFAULT_NAME
     """Title of the report."""
-    quasi_identifiers: tuple[str, ...] | None = None
-    """Columns an attacker may know (default for Adult: the report defaults; otherwise required)."""
-    numeric: tuple[str, ...] | None = None
-    """Numeric columns to mask (default for Adult: the report defaults; otherwise none)."""
-    k: int = 5
-    """Group size of k-anonymity for the risk figures and the plan."""
-    budget: float = 0.05
-    """Largest acceptable share of users in groups < k (0..1) for the plan."""
-    bound_method: str = "best"
+    quasi_identifiers: Columns | None = None
+    """Columns an attacker may know (default for Adult: the report defaults; otherwise guessed, and said so)."""
+    numeric: Columns | None = None
+    """Numeric columns to mask (default for Adult: the report defaults; otherwise guessed)."""
+    sensitive: Columns | None = None
+    """Released; their l-diversity within the quasi-identifier groups is measured."""
+    weight: Columns | None = None
+    """Survey weight column(s): never quasi-identifiers, released as they are."""
+    identifiers: Columns | None = None
+    """Never released."""
+    keep: Columns | None = None
+    """Released as they are (not quasi-identifiers)."""
+    k: Annotated[int, Field(strict=True, ge=1)] = 5
+    """Group size of k-anonymity for the risk figures, the plan and the release check."""
+    budget: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 0.05
+    """The largest share of users allowed in groups smaller than k (0..1), for the plan and the release."""
+    bound_method: Literal["best", "lower", "support", "theorem2", "theorem3"] = "best"
     """Bound used by the planner (see ``sdckit.risk.joint_exposure_bound``)."""
     missing: Literal["value", "drop"] = "value"
     """Missing values as a value of their own (default) or rows dropped."""
-    seed: int = DEFAULT_SEED
+    seed: Annotated[int, Field(strict=True, ge=0)] = DEFAULT_SEED
     """Seed of every random step."""
-    simulate_protocol: int = 0
+    simulate_protocol: Annotated[int, Field(strict=True, ge=0)] = 0
     """Users to run through the shuffle protocol on loopback for the report (0: no simulation)."""
+    allow_over_budget: Flag = False
+    """Write the protected data even when the release is over budget (the summary says so in red)."""
+    allow_linear_relations: Flag = False
+    """Mask even when a linear relation ties masked columns to released unmasked ones."""
     steps: tuple[Step, ...] = ()
     """Masking steps, applied in order."""
-    output_data: str | None = None
+    output_data: Text | None = None
     """Where to write the protected data (format by extension); None writes nothing."""
-    output_report: str | None = "report.html"
+    output_report: Text | None = "report.html"
     """Where to write the HTML report (the JSON sidecar goes beside it); None writes none."""
     source: str = "<dict>"
     """Where the config came from (for messages)."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    internal: ClassVar[tuple[str, ...]] = ("source", "output_data", "output_report")
+
+    @field_validator("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return _split(v)
+
+    @model_validator(mode="after")
+    def _roles_do_not_clash(self) -> PipelineConfig:
+        roles = {
+            "quasi_identifiers": self.quasi_identifiers,
+            "sensitive": self.sensitive,
+            "weight": self.weight,
+            "identifiers": self.identifiers,
+            "keep": self.keep,
+        }
+        seen: dict[str, str] = {}
+        for role, cols in roles.items():
+            for c in cols or ():
+                if c in seen:
+                    raise ValueError(
+                        f"column {c!r} is under both {seen[c]} and {role}; give each column one role."
+                    )
+                seen[c] = role
+        for c in self.numeric or ():
+            if seen.get(c) in ("identifiers", "keep", "weight"):
+                raise ValueError(
+                    f"column {c!r} is under numeric (to mask) and {seen[c]}; a masked column is not "
+                    f"{'released as is' if seen[c] != 'identifiers' else 'withheld'}. Give it one role."
+                )
+        return self
 
     @property
     def uses_adult(self) -> bool:
         """True when the input is the bundled Adult data."""
         return self.input is None or self.input.lower() == "adult"
+
+    @property
+    def declares_roles(self) -> bool:
+        """True when the file names any role (else quasi-identifiers are guessed, and the report says so)."""
+        return any(
+            getattr(self, r) for r in ("quasi_identifiers", "sensitive", "weight", "identifiers", "keep", "numeric")
+        )
+
+    def replace(self, **changes: Any) -> PipelineConfig:
+        """A copy with ``changes`` (validated again)."""
+        data = {k: getattr(self, k) for k in type(self).model_fields}
+        data.update(changes)
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as err:
+            raise _config_error(err, self.source) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for the report sidecar."""
@@ -130,159 +296,112 @@ class PipelineConfig:
             "name": self.name,
             "quasi_identifiers": list(self.quasi_identifiers or ()),
             "numeric": list(self.numeric or ()),
+            "sensitive": list(self.sensitive or ()),
+            "weight": list(self.weight or ()),
+            "identifiers": list(self.identifiers or ()),
+            "keep": list(self.keep or ()),
             "k": self.k,
             "budget": self.budget,
             "bound_method": self.bound_method,
             "missing": self.missing,
             "seed": self.seed,
             "simulate_protocol": self.simulate_protocol,
-            "steps": [{s.kind: {k: v for k, v in vars(s).items() if k != "kind"}} for s in self.steps],
+            "allow_over_budget": self.allow_over_budget,
+            "allow_linear_relations": self.allow_linear_relations,
+            "steps": [_step_dict(s) for s in self.steps],
             "output": {"data": self.output_data, "report": self.output_report},
         }
 
 
-# --- validation helpers ------------------------------------------------------------------------
+def _step_dict(step: Step) -> dict[str, Any]:
+    if isinstance(step, AnonymizeStep):
+        return {step.kind: dict(step.params)}
+    body = step.model_dump(exclude={"kind"})
+    return {step.kind: {k: list(v) if isinstance(v, tuple) else v for k, v in body.items()}}
 
 
-def _unknown(key: str, allowed: Sequence[str], where: str) -> ConfigError:
-    near = difflib.get_close_matches(key, list(allowed), n=2, cutoff=0.6)
-    hint = f" Did you mean {' or '.join(map(repr, near))}?" if near else f" Allowed: {', '.join(allowed)}."
-    return ConfigError(f"{where}: unknown key {key!r}.{hint}")
+# --- errors ------------------------------------------------------------------------------------
 
 
-def _check_keys(obj: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
-    for key in obj:
-        if key not in allowed:
-            raise _unknown(str(key), allowed, where)
+def _where(source: str, loc: Sequence[Any]) -> str:
+    out = source
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "literal[", "constrained-", "tuple[")):
+            continue
+        else:
+            out += f".{part}"
+    return out
 
 
-def _type_error(where: str, value: Any, expected: str) -> ConfigError:
-    return ConfigError(f"{where}: expected {expected}, got {value!r} ({type(value).__name__}).")
-
-
-def _int(obj: Mapping[str, Any], key: str, where: str, default: int, *, minimum: int) -> int:
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _type_error(f"{where}.{key}", value, "a whole number")
-    if value < minimum:
-        raise ConfigError(f"{where}.{key}: must be >= {minimum}, got {value}.")
-    return value
-
-
-def _float(obj: Mapping[str, Any], key: str, where: str, default: float, *, low: float, high: float) -> float:
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _type_error(f"{where}.{key}", value, "a number")
-    if not low <= float(value) <= high:
-        raise ConfigError(f"{where}.{key}: must be between {low} and {high}, got {value}.")
-    return float(value)
-
-
-def _str(obj: Mapping[str, Any], key: str, where: str, default: str | None) -> str | None:
-    value = obj.get(key, default)
-    if value is not None and not isinstance(value, str):
-        raise _type_error(f"{where}.{key}", value, "a string")
-    return value
-
-
-def _choice(obj: Mapping[str, Any], key: str, where: str, default: str, choices: Sequence[str]) -> str:
-    value = obj.get(key, default)
-    if value is False and "none" in choices:  # YAML reads `positivity: no` as False
-        return "none"
-    if not isinstance(value, str) or value not in choices:
-        raise ConfigError(f"{where}.{key}: {value!r} is not one of {', '.join(choices)}.")
-    return value
-
-
-def _bool(obj: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = obj.get(key, default)
-    if not isinstance(value, bool):
-        raise _type_error(f"{where}.{key}", value, "true or false")
-    return value
-
-
-def _columns(obj: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [c.strip() for c in value.split(",") if c.strip()]
-    if not isinstance(value, list) or not all(isinstance(c, str) for c in value) or not value:
-        raise _type_error(f"{where}.{key}", value, "a non-empty list of column names")
-    return tuple(value)
+def _config_error(err: ValidationError, source: str) -> ConfigError:
+    """The first problem of ``err`` as one sentence: the key path, the value, what was expected."""
+    errors = err.errors()
+    # a union (e.g. t: number or 'recommended') reports one error per branch: the number's is the useful one
+    e = next((x for x in errors if x["type"] not in ("literal_error",)), errors[0]) if len(errors) > 1 else errors[0]
+    kind, value, ctx = e["type"], e.get("input"), e.get("ctx", {})
+    where = _where(source, [p for p in e["loc"] if not (isinstance(p, str) and p.startswith(("literal[", "function-")))])
+    got = f"got {value!r} ({type(value).__name__})"
+    if kind == "value_error":
+        return ConfigError(f"{where}: {ctx.get('error', e['msg'])}")
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return ConfigError(f"{where}: expected a whole number, {got}.")
+    if kind in ("float_type", "float_parsing"):
+        return ConfigError(f"{where}: expected a number, {got}.")
+    if kind in ("bool_type", "bool_parsing"):
+        return ConfigError(f"{where}: expected true or false, {got}.")
+    if kind == "string_type":
+        return ConfigError(f"{where}: expected a string, {got}.")
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        bounds = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}
+        limit = next(iter(ctx.values()), "")
+        return ConfigError(f"{where}: must be {bounds[kind]} {limit}, got {value}.")
+    if kind == "literal_error":
+        expected = str(ctx.get("expected", "")).replace("'", "")
+        return ConfigError(f"{where}: {value!r} is not one of {expected}.")
+    if kind in ("tuple_type", "list_type", "too_short", "iterable_type"):
+        return ConfigError(f"{where}: expected a non-empty list of column names, {got}.")
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return ConfigError(f"{where}: expected a mapping of keys to values, {got}.")
+    return ConfigError(f"{where}: {e['msg']} ({got}).")
 
 
 def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise _type_error(where, value, "a mapping of keys to values")
+        raise ConfigError(f"{where}: expected a mapping of keys to values, got {value!r} ({type(value).__name__}).")
     return value
 
 
-def _step(raw: Any, i: int) -> Step:
-    where = f"steps[{i}]"
-    kinds = ("microaggregate", "noise", "suppress")
+_STEP_MODELS: dict[str, type[MicroaggregateStep] | type[NoiseStep] | type[SuppressStep]] = {
+    "microaggregate": MicroaggregateStep,
+    "noise": NoiseStep,
+    "suppress": SuppressStep,
+}
+
+
+def _step(raw: Any, i: int, source: str) -> Step:
+    where = f"{source}.steps[{i}]"
     if isinstance(raw, str):
         raw = {raw: {}}
     if not isinstance(raw, Mapping) or len(raw) != 1:
-        raise ConfigError(f"{where}: each step is one of {', '.join(kinds)} with its options, e.g. `- microaggregate: {{k: 3}}`.")
+        raise ConfigError(
+            f"{where}: each step is one of {', '.join(STEP_KINDS)} with its options, e.g. `- microaggregate: {{k: 3}}`."
+        )
     kind, opts = next(iter(raw.items()))
-    if kind not in kinds:
-        raise _unknown(str(kind), kinds, where)
-    where = f"{where}.{kind}"
+    if kind not in STEP_KINDS:
+        raise ConfigError(f"{where}: unknown key {str(kind)!r}.{_near(str(kind), STEP_KINDS)}")
     if kind == "suppress" and isinstance(opts, (str, list)):  # `- suppress: plan` shorthand
         opts = {"columns": opts}
-    opts = _mapping(opts, where)
-    if kind == "microaggregate":
-        _check_keys(opts, ("method", "k", "columns", "restore_moments", "positivity"), where)
-        return MicroaggregateStep(
-            method=_choice(opts, "method", where, "mdav", MICROAGG_METHODS),
-            k=_int(opts, "k", where, 3, minimum=2),
-            columns=_columns(opts, "columns", where),
-            restore_moments=_bool(opts, "restore_moments", where, True),
-            positivity=_choice(opts, "positivity", where, "none", POSITIVITY_MODES),
-        )
-    if kind == "noise":
-        _check_keys(opts, ("t", "distribution", "columns", "epsilon"), where)
-        t_raw = opts.get("t", "recommended")
-        t: float | Literal["recommended"]
-        if t_raw == "recommended":
-            t = "recommended"
-        else:
-            t = _float(opts, "t", where, 0.0, low=0.0, high=1e6)
-        return NoiseStep(
-            t=t,
-            distribution=_choice(opts, "distribution", where, "gaussian", NOISE_DISTRIBUTIONS),
-            columns=_columns(opts, "columns", where),
-            epsilon=_float(opts, "epsilon", where, 1.0, low=1e-9, high=1e9),
-        )
-    _check_keys(opts, ("columns",), where)
-    cols_raw = opts.get("columns", "plan")
-    cols: Literal["plan"] | tuple[str, ...]
-    if cols_raw == "plan":
-        cols = "plan"
-    else:
-        found = _columns(opts, "columns", where)
-        assert found is not None
-        cols = found
-    return SuppressStep(columns=cols)
-
-
-TOP_KEYS = (
-    "input",
-    "name",
-    "quasi_identifiers",
-    "numeric",
-    "k",
-    "budget",
-    "bound_method",
-    "missing",
-    "seed",
-    "simulate_protocol",
-    "steps",
-    "output",
-)
+    opts = _mapping(opts, f"{where}.{kind}")
+    try:
+        if kind in ANONYMIZE_STEPS:
+            return AnonymizeStep(kind=kind, params=dict(opts))
+        return _STEP_MODELS[kind].model_validate(dict(opts))
+    except ValidationError as err:
+        raise _config_error(err, f"{where}.{kind}") from None
 
 
 def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") -> PipelineConfig:
@@ -290,37 +409,43 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
 
     Relative paths are resolved against ``base`` (the config file's folder).
     """
-    obj = _mapping(raw, source)
-    _check_keys(obj, TOP_KEYS, source)
-    where = source
+    obj = dict(_mapping(raw, source))
 
-    def resolve(p: str | None) -> str | None:
-        if p is None or base is None or p.lower() == "adult" or Path(p).is_absolute():
+    def resolve(p: Any) -> Any:
+        if not isinstance(p, str) or base is None or p.lower() == "adult" or Path(p).is_absolute():
             return p
         return str(base / p)
 
-    output = _mapping(obj.get("output"), f"{where}.output")
-    _check_keys(output, ("data", "report"), f"{where}.output")
-    steps_raw = obj.get("steps", [])
+    steps_raw = obj.pop("steps", None) or []
     if not isinstance(steps_raw, list):
-        raise _type_error(f"{where}.steps", steps_raw, "a list of steps")
-    missing = _choice(obj, "missing", where, "value", ("value", "drop"))
-    return PipelineConfig(
-        input=resolve(_str(obj, "input", where, None)),
-        name=_str(obj, "name", where, DEFAULT_NAME) or DEFAULT_NAME,
-        quasi_identifiers=_columns(obj, "quasi_identifiers", where),
-        numeric=_columns(obj, "numeric", where),
-        k=_int(obj, "k", where, 5, minimum=1),
-        budget=_float(obj, "budget", where, 0.05, low=0.0, high=1.0),
-        bound_method=_choice(obj, "bound_method", where, "best", BOUND_METHODS),
-        missing="drop" if missing == "drop" else "value",
-        seed=_int(obj, "seed", where, DEFAULT_SEED, minimum=0),
-        simulate_protocol=_int(obj, "simulate_protocol", where, 0, minimum=0),
-        steps=tuple(_step(s, i) for i, s in enumerate(steps_raw)),
-        output_data=resolve(_str(output, "data", f"{where}.output", None)),
-        output_report=resolve(_str(output, "report", f"{where}.output", "report.html")),
-        source=source,
-    )
+        raise ConfigError(f"{source}.steps: expected a list of steps, got {steps_raw!r} ({type(steps_raw).__name__}).")
+    steps = tuple(_step(s, i, source) for i, s in enumerate(steps_raw))
+    output_raw = obj.pop("output", None)
+    try:
+        output = Output.model_validate(dict(_mapping(output_raw, f"{source}.output")))
+    except ValidationError as err:
+        raise _config_error(err, f"{source}.output") from None
+    for key in obj:
+        if key not in PipelineConfig.allowed_keys():
+            allowed = [*PipelineConfig.allowed_keys(), "steps", "output"]
+            renamed = {"epsilon": "steps[].noise.max_leakage_nats"}
+            if key in renamed:
+                raise ConfigError(f"{source}: {key!r} was renamed {renamed[key]!r} (leakage in nats, not differential privacy).")
+            raise ConfigError(f"{source}: unknown key {str(key)!r}.{_near(str(key), allowed)}")
+    if "input" in obj:
+        obj["input"] = resolve(obj["input"])
+    try:
+        return PipelineConfig.model_validate(
+            {
+                **obj,
+                "steps": steps,
+                "output_data": resolve(output.data),
+                "output_report": resolve(output.report),
+                "source": source,
+            }
+        )
+    except ValidationError as err:
+        raise _config_error(err, source) from None
 
 
 def load_config(path: str | Path) -> PipelineConfig:

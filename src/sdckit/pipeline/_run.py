@@ -9,6 +9,8 @@ is testable without touching the disk.
 from __future__ import annotations
 
 import difflib
+import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,12 +21,30 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import check_numeric, read_data, write_table
-from sdckit.errors import ConfigError
-from sdckit.pipeline._config import DEFAULT_NAME, MicroaggregateStep, NoiseStep, PipelineConfig, SuppressStep
+from sdckit.errors import ConfigError, SdcError
+from sdckit.microagg._relations import (
+    LinearRelation,
+    LinearRelationError,
+    check_linear_relations,
+    find_linear_relations,
+)
+from sdckit.pipeline._config import (
+    ANONYMIZE_STEPS,
+    DEFAULT_NAME,
+    AnonymizeStep,
+    MicroaggregateStep,
+    NoiseStep,
+    PipelineConfig,
+    Step,
+    SuppressStep,
+    _near,
+)
+from sdckit.pipeline._roles import Flag, Roles, flag_declared, guess_roles
 from sdckit.report._report import Report
 from sdckit.risk import Marginals, ReleasePlan, plan_release
+from sdckit.risk._release import ReleaseMeasure, measure_release
 
-__all__ = ["PipelineResult", "StepLog", "guess_columns", "run_pipeline", "write_outputs"]
+__all__ = ["PipelineResult", "StepLog", "guess_columns", "merge_small_strata", "run_pipeline", "write_outputs"]
 
 Advance = Callable[..., None]
 
@@ -53,13 +73,39 @@ class PipelineResult:
     config: PipelineConfig
     """The configuration, with defaults filled in (quasi-identifiers, numeric columns)."""
     protected: pl.DataFrame
-    """The table to release: every row of the input, masked columns replaced, suppressed ones gone."""
+    """The release: every row of the input, only the columns with a releasing role, masked columns replaced."""
     plan: ReleasePlan
-    """The release plan on the quasi-identifiers at k and budget."""
+    """The release plan on the quasi-identifiers at k and budget (from the input's marginals)."""
     steps: tuple[StepLog, ...]
     """What each masking step did, in order."""
     report: Report
     """The HTML report (not yet written)."""
+    roles: Roles | None = None
+    """Every column's role, with the guesses flagged."""
+    not_released: dict[str, str] = field(default_factory=dict)
+    """Columns of the input that are not in the release, and why."""
+    input_measure: ReleaseMeasure | None = None
+    """The input's risk, as if its role columns were released unmasked."""
+    release_measure: ReleaseMeasure | None = None
+    """The release's risk, measured on ``protected`` (the table as written)."""
+    relations: tuple[LinearRelation, ...] = ()
+    """Linear relations found among the numeric columns before masking."""
+    source_name: str = ""
+    """The input's name, for the report."""
+    input_frame: pl.DataFrame | None = None
+    """The input as read (for the report's input sections)."""
+    n_dropped: int = 0
+    """Rows removed by ``missing: drop``."""
+
+    @property
+    def within_budget(self) -> bool:
+        """True when the release's exposure at k is at most the budget."""
+        return self.release_measure is None or self.release_measure.within_budget
+
+    @property
+    def refused(self) -> bool:
+        """True when the release is over budget and ``allow_over_budget`` is not set: no data file is written."""
+        return not self.within_budget and not self.config.allow_over_budget
 
 
 def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str, int]:
@@ -86,52 +132,91 @@ def _check_columns(frame: pl.DataFrame, columns: Sequence[str], key: str, source
 
 
 def guess_columns(frame: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Default columns for data without a configuration (the report states them).
-
-    Quasi-identifiers: text, boolean and integer columns with fewer distinct values than half the
-    rows (near-unique columns are identifiers or weights, not quasi-identifiers). Numeric columns
-    to mask: numeric columns with more than 10 distinct values.
-    """
-    n = frame.height
-    qis, numeric = [], []
-    for name, dtype in frame.schema.items():
-        n_distinct = frame[name].n_unique()
-        if dtype.is_numeric() and n_distinct > 10:
-            numeric.append(name)
-        if (not dtype.is_float()) and n_distinct < max(2, n // 2):
-            qis.append(name)
-    return tuple(qis), tuple(numeric)
+    """Guessed (quasi-identifiers, numeric columns to mask) for data without roles; see :func:`guess_roles`."""
+    roles = guess_roles(frame)
+    return roles.quasi_identifiers, roles.numeric
 
 
-def _with_defaults(config: PipelineConfig, frame: pl.DataFrame) -> PipelineConfig:
-    qis, numeric = config.quasi_identifiers, config.numeric
-    if config.uses_adult:
+def _step_columns(step: Step) -> tuple[str, ...]:
+    if isinstance(step, (MicroaggregateStep, NoiseStep)):
+        return tuple(step.columns or ())
+    if isinstance(step, SuppressStep) and step.columns != "plan":
+        return tuple(step.columns)
+    if isinstance(step, AnonymizeStep):
+        cols = step.params.get("columns")
+        if isinstance(cols, str):
+            return (cols,)
+        if isinstance(cols, (list, tuple)):
+            return tuple(str(c) for c in cols)
+        if isinstance(cols, dict):
+            return tuple(str(c) for c in cols)
+    return ()
+
+
+def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[PipelineConfig, Roles]:
+    """Fill in the roles (Adult defaults, or guesses flagged with their fix) and check every column exists."""
+    src = config.source
+    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep"):
+        _check_columns(frame, getattr(config, key) or (), key, src)
+    for i, step in enumerate(config.steps):
+        _check_columns(frame, _step_columns(step), f"steps[{i}].{step.kind}.columns", src)
+        if isinstance(step, MicroaggregateStep) and step.strata not in (None, "quasi_identifiers"):
+            _check_columns(frame, step.strata or (), f"steps[{i}].microaggregate.strata", src)
+    if config.uses_adult and not config.declares_roles:
         from sdckit.datasets import ADULT_NUMERIC, ADULT_QUASI_IDENTIFIERS
 
-        qis = qis or ADULT_QUASI_IDENTIFIERS
-        numeric = numeric or ADULT_NUMERIC
-    if not qis:
-        qis, guessed_numeric = guess_columns(frame)
-        numeric = numeric or guessed_numeric
-        if not qis:
+        roles = Roles(
+            quasi_identifiers=ADULT_QUASI_IDENTIFIERS,
+            numeric=ADULT_NUMERIC,
+            sensitive=("income",),
+            identifiers=("fnlwgt",),
+            flags=(
+                Flag("fnlwgt", "near-unique", "fnlwgt (the survey weight) has 21,648 values in 32,561 rows and is in the "
+                     "public original: withheld by default (it would link records back)."),
+            ),
+        )
+    elif config.quasi_identifiers:
+        roles = Roles(
+            quasi_identifiers=tuple(config.quasi_identifiers),
+            numeric=tuple(config.numeric or ()),
+            sensitive=tuple(config.sensitive or ()),
+            weight=tuple(config.weight or ()),
+            identifiers=tuple(config.identifiers or ()),
+            keep=tuple(config.keep or ()),
+        )
+    else:
+        declared = (*(config.numeric or ()), *(config.keep or ()))
+        guess = guess_roles(
+            frame,
+            exclude=declared,
+            sensitive=config.sensitive or (),
+            weight=config.weight or (),
+            identifiers=config.identifiers or (),
+        )
+        if not guess.quasi_identifiers:
             raise ConfigError(
-                f"{config.source}: quasi_identifiers: name the columns an attacker may know, "
-                "e.g. quasi_identifiers: [age, sex, region]."
+                f"{src}: quasi_identifiers: name the columns an attacker may know, e.g. quasi_identifiers: [age, sex, region]."
             )
-    _check_columns(frame, qis, "quasi_identifiers", config.source)
-    _check_columns(frame, numeric or (), "numeric", config.source)
+        roles = replace(
+            guess,
+            numeric=tuple(config.numeric) if config.numeric else (guess.numeric if not config.declares_roles else ()),
+            keep=tuple(config.keep or ()),
+        )
+    roles = replace(roles, flags=(*roles.flags, *flag_declared(frame, roles)))
     for i, step in enumerate(config.steps):
-        cols = step.columns if isinstance(step, (MicroaggregateStep, NoiseStep)) else None
-        if cols:
-            _check_columns(frame, cols, f"steps[{i}].{step.kind}.columns", config.source)
-        if isinstance(step, SuppressStep) and step.columns != "plan":
-            _check_columns(frame, step.columns, f"steps[{i}].suppress.columns", config.source)
-        if isinstance(step, (MicroaggregateStep, NoiseStep)) and not (cols or numeric):
+        if isinstance(step, (MicroaggregateStep, NoiseStep)) and not (step.columns or roles.numeric):
             raise ConfigError(
-                f"{config.source}: steps[{i}].{step.kind}: no columns to mask; list them in `numeric` "
-                "or in the step's `columns`."
+                f"{src}: steps[{i}].{step.kind}: no columns to mask; list them in `numeric` or in the step's `columns`."
             )
-    return replace(config, quasi_identifiers=tuple(qis), numeric=tuple(numeric) if numeric else None)
+    config = config.replace(
+        quasi_identifiers=roles.quasi_identifiers,
+        numeric=roles.numeric or None,
+        sensitive=roles.sensitive or None,
+        weight=roles.weight or None,
+        identifiers=roles.identifiers or None,
+        keep=roles.keep or None,
+    )
+    return config, roles
 
 
 def _numeric_columns(frame: pl.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
@@ -140,22 +225,96 @@ def _numeric_columns(frame: pl.DataFrame, columns: Sequence[str]) -> NDArray[np.
     return X
 
 
-def _microaggregate(frame: pl.DataFrame, step: MicroaggregateStep, columns: tuple[str, ...], seed: int) -> tuple[pl.DataFrame, StepLog]:
+SUPPRESSED = "*"
+"""The released value of a stratum cell merged away by ``small_strata: merge`` (a category of its own)."""
+
+
+def merge_small_strata(frame: pl.DataFrame, columns: Sequence[str], k: int) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Suppress strata values (to ``*``) until every combination of ``columns`` has at least k rows.
+
+    Greedy local suppression: while some rows are in a combination of fewer than k rows, each such
+    row has its next column suppressed, the column with most distinct values first. If the rows
+    with every column suppressed are fewer than k, rows of the smallest other combinations join
+    them. The columns become text. Returns the frame and the cells suppressed per column.
+    """
+    cols = list(columns)
+    if not cols or frame.height < k:
+        return frame, {}
+    order = sorted(cols, key=lambda c: -frame[c].n_unique())
+    values = {c: np.asarray(frame[c].cast(pl.String).fill_null("<missing>").to_numpy(), dtype=object) for c in cols}
+    counts = dict.fromkeys(cols, 0)
+
+    def sizes() -> NDArray[np.int64]:
+        df = pl.DataFrame({c: values[c].astype(str) for c in cols})
+        return np.asarray(df.select(pl.len().over(cols).alias("n"))["n"].to_numpy(), dtype=np.int64)
+
+    for _ in range(len(cols)):
+        small = sizes() < k
+        if not small.any():
+            break
+        done = np.zeros(frame.height, dtype=bool)
+        for c in order:
+            sel = small & ~done & (values[c] != SUPPRESSED)
+            values[c][sel] = SUPPRESSED
+            counts[c] += int(sel.sum())
+            done |= sel
+    all_star = np.logical_and.reduce([values[c] == SUPPRESSED for c in cols])
+    if 0 < all_star.sum() < k:
+        # too few fully suppressed rows: whole smallest combinations join them (never part of one)
+        df = pl.DataFrame({c: values[c].astype(str) for c in cols}).with_row_index("__row")
+        groups = (
+            df.filter(~pl.Series(all_star))
+            .group_by(cols)
+            .agg(pl.col("__row"), pl.len().alias("__n"))
+            .sort(["__n", pl.col("__row").list.first()])
+        )
+        for rows in groups["__row"].to_list():
+            if all_star.sum() >= k:
+                break
+            for c in cols:
+                counts[c] += int(np.sum(values[c][rows] != SUPPRESSED))
+                values[c][rows] = SUPPRESSED
+            all_star[rows] = True
+    out = frame.with_columns(
+        [pl.Series(c, values[c].astype(str)).replace("<missing>", None) for c in cols]
+    )
+    return out, {c: n for c, n in counts.items() if n}
+
+
+def _microaggregate(
+    frame: pl.DataFrame, step: MicroaggregateStep, columns: tuple[str, ...], qis: Sequence[str]
+) -> tuple[pl.DataFrame, StepLog]:
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer
 
-    original = frame.select(columns)
     _numeric_columns(frame, columns)  # precise error for text or missing values
-    model = Microaggregation(k=step.k, method=step.method, columns=list(columns))  # type: ignore[arg-type]
-    masked = model.fit_transform(original)
-    details: dict[str, Any] = {
-        "method": step.method,
-        "k": step.k,
-        "information_loss_percent": float(model.information_loss_),
-        "n_groups": int(np.unique(model.groups_).size),
-    }
+    strata: list[str] = []
+    if step.strata == "quasi_identifiers":
+        strata = [q for q in qis if q in frame.columns and q not in columns]
+    elif step.strata:
+        strata = [c for c in step.strata if c in frame.columns]
+    details: dict[str, Any] = {"method": step.method, "k": step.k}
+    merged: dict[str, int] = {}
+    if strata:
+        details["strata"] = strata
+        if step.small_strata == "merge":
+            frame, merged = merge_small_strata(frame, strata, step.k)
+            details["suppressed_cells"] = merged
+    original = frame.select(columns)
+    model = Microaggregation(
+        k=step.k, method=step.method, columns=list(columns), strata=strata or None, allow_linear_relations=True
+    )
+    masked = model.fit_transform(frame.select([*columns, *strata])).select(columns)
+    details["information_loss_percent"] = float(model.information_loss_)
+    details["n_groups"] = int(model.n_groups_)
     what = f"{step.method.upper()} with k = {step.k} on {len(columns)} column(s): IL {model.information_loss_:.2f} %"
+    if strata:
+        what += f", within strata of {', '.join(strata)}"
+        if merged:
+            total = sum(merged.values())
+            what += (f" ({total:,} strata cells of rare combinations suppressed to '*': "
+                     + ", ".join(f"{c} {n:,}" for c, n in merged.items()) + ")")
     if step.positivity != "none":
-        restorer = PositivityRestorer(mode=step.positivity, columns=list(columns))  # type: ignore[arg-type]
+        restorer = PositivityRestorer(mode=step.positivity, columns=list(columns))
         restorer.fit(original, masked, groups=model.groups_)
         masked = restorer.transform(masked)
         stats = getattr(restorer, "stats_", None)
@@ -166,7 +325,7 @@ def _microaggregate(frame: pl.DataFrame, step: MicroaggregateStep, columns: tupl
         masked = MomentRestorer(columns=list(columns)).fit(original, masked).transform(masked)
         what += "; mean and covariance restored"
     out = frame.with_columns(masked.select(columns))
-    return out, StepLog("microaggregate", columns, details, what + ".")
+    return out, StepLog("microaggregate", (*columns, *merged), details, what + ".")
 
 
 def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed: int) -> tuple[pl.DataFrame, StepLog]:
@@ -180,9 +339,11 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
     if step.t == "recommended":
         if len(columns) < 2:
             raise ConfigError("noise: t: recommended needs at least two columns (a spectrum to protect); give t.")
-        _, design = design_noise_from_data(X, standardize=True, max_leakage=step.epsilon)
+        _, design = design_noise_from_data(X, standardize=True, max_leakage=step.max_leakage_nats)
         t = float(design.t)
-        details.update({"recommended_by": "design_noise", "epsilon_nats": step.epsilon, "design": design.to_dict()})
+        details.update(
+            {"recommended_by": "design_noise", "max_leakage_nats": step.max_leakage_nats, "design": design.to_dict()}
+        )
     else:
         t = float(step.t)
     details["t"] = t
@@ -192,12 +353,52 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
         details["scale"] = "raw units"
     else:
         Z = pl.DataFrame(((X - mean) / sd), schema=list(columns), orient="row")
-        Zn = AdditiveNoise(t=t, distribution=step.distribution, seed=seed).fit_transform(Z)  # type: ignore[arg-type]
+        Zn = AdditiveNoise(t=t, distribution=step.distribution, seed=seed).fit_transform(Z)
         noisy = pl.DataFrame(Zn.to_numpy() * sd + mean, schema=list(columns), orient="row")
         details["scale"] = "standardised columns (t in units of each column's variance)"
     out = frame.with_columns(noisy.select(columns))
     what = f"{step.distribution} noise of variance t = {t:.3g} ({details['scale']}) on {len(columns)} column(s)."
     return out, StepLog("noise", columns, details, what)
+
+
+def _anonymize(
+    frame: pl.DataFrame, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int
+) -> tuple[pl.DataFrame, StepLog]:
+    """A step of ``sdckit.anonymize``: its options are the estimator's constructor keywords."""
+    where = f"{config.source}: steps[{index}].{step.kind}"
+    target = ANONYMIZE_STEPS[step.kind]
+    module_name, _, class_name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        raise ConfigError(
+            f"{where}: this step needs {module_name}.{class_name}, which is not available in this build of sdckit; "
+            "use microaggregate (with strata: quasi_identifiers) or suppress instead."
+        ) from None
+    params = dict(step.params)
+    sig = inspect.signature(cls)
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    for name in params:
+        if name not in sig.parameters and not accepts_any:
+            raise ConfigError(f"{where}: unknown option {name!r}.{_near(name, list(sig.parameters))}")
+    fill = {"quasi_identifiers": [q for q in config.quasi_identifiers or () if q in frame.columns], "k": config.k,
+            "random_state": seed}
+    for name, value in fill.items():
+        if name in sig.parameters and name not in params:
+            params[name] = value
+    try:
+        estimator = cls(**params)
+        out = estimator.fit_transform(frame)
+    except SdcError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    changes = {str(c): int(n) for c, n in dict(getattr(estimator, "changes_", {}) or {}).items()}
+    changed = tuple(c for c, n in changes.items() if n) or _step_columns(step)
+    what = f"{class_name} on {', '.join(changed) or 'no column'}: " + (
+        ", ".join(f"{c} {n:,} cell(s) changed" for c, n in changes.items()) or "nothing changed"
+    ) + "."
+    if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
+        out = pl.DataFrame(out)
+    return out, StepLog(step.kind, changed, {"params": {k: v for k, v in params.items()}, "changes": changes}, what)
 
 
 def _suppress(
@@ -211,33 +412,56 @@ def _suppress(
         if kept_masked:
             what += f" Kept {', '.join(kept_masked)}: masked by an earlier step."
     else:
-        dropped = tuple(step.columns)
+        dropped = tuple(c for c in step.columns if c in frame.columns)
         what = f"Dropped {len(dropped)} column(s) as configured: {', '.join(dropped)}."
     return frame.drop(dropped), StepLog("suppress", dropped, {"kept_quasi_identifiers": list(plan.columns)}, what)
+
+
+def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) -> tuple[LinearRelation, ...]:
+    """Before masking: refuse when a linear relation ties the masked numeric columns to released unmasked ones."""
+    masked: set[str] = set()
+    dropped: set[str] = set()
+    for step in config.steps:
+        if isinstance(step, (MicroaggregateStep, NoiseStep)):
+            masked.update(step.columns or roles.numeric)
+        elif isinstance(step, SuppressStep) and step.columns != "plan":
+            dropped.update(step.columns)
+    released = [c for c in roles.released(frame.columns) if c not in dropped]
+    numeric = [c for c in released if frame.schema[c].is_numeric() and frame.schema[c] != pl.Boolean]
+    if len(numeric) < 2:
+        return ()
+    x, names = check_numeric(frame, numeric, missing="drop")
+    if config.allow_linear_relations or not masked:
+        return tuple(find_linear_relations(x, list(names), prefer=[c for c in names if c in masked]))
+    try:
+        return tuple(check_linear_relations(x, list(names), masked=masked, released=released))
+    except LinearRelationError as err:
+        raise ConfigError(f"{config.source}: {err}".replace("--allow-linear-relations, allow_linear_relations=True, or ", "")) from None
 
 
 def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, report: bool = True) -> PipelineResult:
     """Run ``config`` end to end in memory; see :func:`write_outputs` to write the files.
 
-    Steps: read the input; measure the risk on the quasi-identifiers; plan the release at k and
-    budget from single-column marginals (what a curator behind a shuffler sees); apply the masking
-    steps in order; build the report. Every row of the input stays in the output, in order.
+    Steps: read the input; resolve the column roles; check linear relations among the numeric
+    columns; plan the release at k and budget from single-column marginals (what a curator behind
+    a shuffler sees); apply the masking steps in order; keep only the columns with a releasing
+    role; measure the release itself (:func:`sdckit.risk.measure_release`) beside the input; build
+    the report (``report=False`` skips it). Every row of the input stays in the output, in order.
     """
-    from sdckit.report._main import assemble_report
-
     tick = advance or (lambda *_a, **_k: None)
     frame, source_name, n_dropped = _load(config)
-    config = _with_defaults(config, frame)
+    config, roles = _resolve_roles(config, frame)
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
-        config = replace(config, name=f"Release report: {short}")
+        config = config.replace(name=f"Release report: {short}")
     qis = config.quasi_identifiers or ()
+    relations = _check_relations(frame, config, roles)
     tick(description="Planning the release")
     plan = plan_release(
         Marginals.from_data(frame, list(qis), missing="value"),
         k=config.k,
         budget=config.budget,
-        method=config.bound_method,  # type: ignore[arg-type]
+        method=config.bound_method,
     )
     protected = frame
     logs: list[StepLog] = []
@@ -246,31 +470,76 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         tick(description=f"Step {i + 1}: {step.kind}")
         if isinstance(step, SuppressStep):
             protected, log = _suppress(protected, step, plan, qis, masked)
+        elif isinstance(step, AnonymizeStep):
+            protected, log = _anonymize(protected, step, i, config, config.seed + i)
+            masked.update(c for c in log.columns if c in protected.columns)
         else:
             cols = tuple(step.columns or config.numeric or ())
             cols = tuple(c for c in cols if c in protected.columns)
             if isinstance(step, MicroaggregateStep):
-                protected, log = _microaggregate(protected, step, cols, config.seed + i)
+                protected, log = _microaggregate(protected, step, cols, qis)
             else:
                 protected, log = _noise(protected, step, cols, config.seed + i)
             masked.update(cols)
         logs.append(log)
-    rep = (
-        assemble_report(config, frame, source_name, plan, tuple(logs), advance=tick, n_dropped=n_dropped)
-        if report
-        else Report(config.name)
+    released = roles.released(protected.columns)
+    not_released = roles.not_released(frame.columns)
+    not_released.update({c: "suppressed by a step" for c in frame.columns if c not in protected.columns and c not in not_released})
+    protected = protected.select(released)
+    tick(description="Measuring the release")
+    sensitive = list(config.sensitive or ())
+    input_measure = measure_release(
+        frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
+        sensitive=sensitive,
     )
-    return PipelineResult(config=config, protected=protected, plan=plan, steps=tuple(logs), report=rep)
+    masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric()]
+    release_measure = measure_release(
+        protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
+        original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
+    )
+    result = PipelineResult(
+        config=config, protected=protected, plan=plan, steps=tuple(logs), report=Report(config.name), roles=roles,
+        not_released=not_released, input_measure=input_measure, release_measure=release_measure,
+        relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
+    )
+    if report:
+        from sdckit.report._main import build_report
+
+        result = replace(result, report=build_report(result, advance=tick))
+    return result
 
 
 def write_outputs(result: PipelineResult) -> dict[str, Path]:
-    """Write the protected data (format by extension) and the report; return what was written."""
+    """Write the protected data (unless refused over budget) and the report; return what was written.
+
+    The data file is re-read and measured again: the figures in the report are those of the file
+    as written. An over-budget release (without ``allow_over_budget``) writes no data file, only
+    the report, marked not safe, with what would fix it.
+    """
     written: dict[str, Path] = {}
     cfg = result.config
-    if cfg.output_data:
-        written["data"] = write_table(result.protected, cfg.output_data)
+    if cfg.output_data and not result.refused:
+        path = write_table(result.protected, cfg.output_data)
+        written["data"] = path
+        reread = read_data(str(path)).frame.to_native()
+        if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
+            reread = pl.DataFrame(reread)
+        again = measure_release(
+            reread, quasi_identifiers=cfg.quasi_identifiers or (), k=cfg.k, budget=cfg.budget,
+            sensitive=cfg.sensitive or (),
+        )
+        measured = result.release_measure
+        if measured is not None and (again.exposure_at_k, again.k_anonymity) != (measured.exposure_at_k, measured.k_anonymity):
+            path.unlink()
+            raise ConfigError(
+                f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
+                f"(exposure at k {again.exposure_at_k:.6f} against {measured.exposure_at_k:.6f}); it was removed. "
+                "Write Parquet, which keeps every value exactly."
+            )
+        if "release_check" in {s.id for s in result.report.sections}:
+            section = next(s for s in result.report.sections if s.id == "release_check")
+            section.data["verified_on_written_file"] = str(path)
     if cfg.output_report:
         html, sidecar = result.report.write(cfg.output_report)
         written["report"], written["sidecar"] = html, sidecar
     return written
-

@@ -1,11 +1,12 @@
 """The main report: every area's section for one dataset, and a summary in plain words.
 
-``build_report()`` is what ``sdckit report`` and ``make demo`` run; with no data it uses the bundled
-Adult data and the defaults of :mod:`sdckit.datasets`. The sections, in page order:
+``build_report(result)`` renders a pipeline run (``sdckit report`` and ``make demo`` first run the
+pipeline, then render; the report itself runs nothing of it). The sections, in page order:
 
 ===========  ============================================================================
-summary      what is safe to release and what it costs, in plain words
+summary      the release's own figure against the budget, what it costs, what would fix it
 data         the data at a glance (rows, columns, supports, missing values)
+release_check  input and release side by side, measured on the release as written; roles
 risk         k-anonymity, uniques, the exposure curve beside the bounds from marginals
 plan         what a curator behind a shuffler could release at k and budget
 microaggregation  microaggregation of the numeric columns: information loss and utility
@@ -17,21 +18,21 @@ release      what the pipeline's masking steps did (only when the pipeline has s
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from sdckit._io import DataSource, check_numeric
+from sdckit._io import check_numeric
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
 
 if TYPE_CHECKING:
-    from sdckit.pipeline import PipelineConfig
-    from sdckit.pipeline._run import StepLog
+    from sdckit.pipeline._run import PipelineResult, StepLog
     from sdckit.risk import Marginals, ReleasePlan
 
-SECTION_IDS: tuple[str, ...] = ("summary", "data", "risk", "plan", "microaggregation", "spectral")
+SECTION_IDS: tuple[str, ...] = ("summary", "data", "release_check", "risk", "plan", "microaggregation", "spectral")
 """Sections every main report has (``release`` joins when the pipeline has masking steps)."""
 
 Advance = Callable[..., None]
@@ -108,45 +109,69 @@ def _release_section(steps: Sequence[StepLog]) -> Section:
     return section
 
 
-def _summary_section(sections: Sequence[Section], plan: ReleasePlan, qis: Sequence[str], config: PipelineConfig) -> Section:
-    risk = next((s for s in sections if s.id == "risk"), None)
-    exposure = risk.data["summary"]["exposure"] if risk is not None else float("nan")
-    unique = risk.data["summary"]["n_unique"] if risk is not None else 0
+def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Section:
+    from sdckit.report._release_check import alert, verdict
+
+    plan, config = result.plan, result.config
+    qis = list(config.quasi_identifiers or ())
+    release, before = result.release_measure, result.input_measure
+    assert release is not None
+    assert before is not None
     excluded = [c for c in qis if c not in plan.columns]
-    safe = (
-        f"Safe to release as they are: {', '.join(plan.columns)}. Together they leave at most "
-        f"{_pct(plan.bound)} of users in groups smaller than k = {plan.k} (budget {_pct(plan.budget)}), "
-        "a guarantee computed from single-column counts only."
-        if plan.columns
-        else f"No quasi-identifier fits the budget of {_pct(plan.budget)} at k = {plan.k}: release none of them "
-        "as they are, or coarsen them first."
-    )
-    costs = (
-        f"Cost: {len(excluded)} of {len(qis)} quasi-identifiers are withheld ({', '.join(excluded)})."
-        if excluded
-        else "Cost: no quasi-identifier has to be withheld."
-    )
+    headline = verdict(release, config.allow_over_budget)
     lines = [
-        f"Released as is, the {len(qis)} quasi-identifiers put {_pct(exposure)} of users in groups smaller than "
-        f"k = {config.k} ({unique:,} users are unique).",
-        safe,
-        costs,
+        f"As is, the input puts {_pct(before.exposure_at_k)} of users in groups smaller than k = {config.k} on the "
+        f"{len(before.quasi_identifiers)} quasi-identifiers ({before.n_unique:,} unique users).",
     ]
+    if release.fixes:
+        lines.append("What would fix it: " + "; ".join(release.fixes) + ".")
+    if result.not_released:
+        lines.append(
+            f"Not released: {', '.join(f'{c} ({why})' for c, why in result.not_released.items())}."
+        )
+    plan_line = (
+        f"From single-column counts alone, a curator behind a shuffler could release {', '.join(plan.columns)} "
+        f"unmasked with at most {_pct(plan.bound)} of users in groups smaller than k (a guarantee on those columns "
+        "as they are, not on this release)."
+        if plan.columns
+        else f"From single-column counts alone, no quasi-identifier fits the budget unmasked at k = {plan.k}."
+    )
+    lines.append(plan_line)
+    if excluded and any(s.kind == "suppress" for s in result.steps):
+        lines.append(f"The plan withholds {', '.join(excluded)} unless a step masks them.")
     lines += [s.summary for s in sections if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary]
     section = Section(
         "summary",
         "Summary",
-        data={"released_columns": list(plan.columns), "withheld_columns": excluded, "exposure_as_is": exposure,
-              "bound_of_release": plan.bound, "k": plan.k, "budget": plan.budget},
+        data={
+            "headline": "release",
+            "exposure_of_release": release.exposure_at_k,
+            "k_anonymity_of_release": release.k_anonymity,
+            "n_unique_of_release": release.n_unique,
+            "within_budget": release.within_budget,
+            "refused": result.refused,
+            "allow_over_budget": config.allow_over_budget,
+            "exposure_as_is": before.exposure_at_k,
+            "released_columns": list(release.columns),
+            "not_released": dict(result.not_released),
+            "planned_columns": list(plan.columns),
+            "withheld_columns": excluded,
+            "bound_of_plan": plan.bound,
+            "k": config.k,
+            "budget": config.budget,
+            "unit": "share of users (0..1)",
+        },
     )
     section.add(
         metrics(
             [
-                (f"users in groups < {config.k}, as is", 100 * exposure, "%"),
-                ("bound after the plan", 100 * plan.bound, "%"),
-                ("quasi-identifiers released", len(plan.columns), f" of {len(qis)}"),
+                (f"users in groups < {config.k}, in the release", 100 * release.exposure_at_k, "%"),
+                ("budget", 100 * config.budget, "%"),
+                (f"users in groups < {config.k}, input as is", 100 * before.exposure_at_k, "%"),
+                ("columns released", len(release.columns), f" of {len(result.input_frame.columns) if result.input_frame is not None else len(release.columns)}"),
             ]
         ),
+        alert(headline) if not release.within_budget else paragraph(headline),
         *[paragraph(line) for line in lines],
         paragraph(
             "Exposure is an average over users: low exposure does not mean nobody is unique, and several "
@@ -155,56 +180,66 @@ def _summary_section(sections: Sequence[Section], plan: ReleasePlan, qis: Sequen
             note=True,
         ),
     )
-    section.summary = " ".join(lines[:3])
+    section.summary = headline
     return section
 
 
-def assemble_report(
-    config: PipelineConfig,
-    frame: pl.DataFrame,
-    source_name: str,
-    plan: ReleasePlan,
-    steps: Sequence[StepLog] = (),
-    *,
-    advance: Advance | None = None,
-    n_dropped: int = 0,
-) -> Report:
-    """Build every section of the main report for ``frame`` under ``config``.
+def build_report(result: PipelineResult, *, advance: Advance | None = None) -> Report:
+    """Render the main report of a pipeline run (:func:`sdckit.pipeline.run_pipeline`); runs nothing of the pipeline.
 
-    ``n_dropped`` (rows removed by ``missing: drop``) is stated in the inputs and the data section.
+    The input sections (data, risk, plan, microaggregation and private PCA experiments) describe
+    the input; the release sections (``release_check``, ``release``) render the run's
+    :class:`~sdckit.risk.ReleaseMeasure` and step log; the summary's headline is the release's.
     """
     from sdckit.pipeline._config import MicroaggregateStep, NoiseStep
     from sdckit.report._microagg import microagg_section
     from sdckit.report._overview import overview_section
+    from sdckit.report._release_check import release_check_section
     from sdckit.report._risk import risk_section
     from sdckit.report._spectral import spectral_section
 
+    config = result.config
+    frame = result.input_frame
+    if frame is None or result.release_measure is None or result.input_measure is None:
+        raise ValueError("build_report renders a completed run: pass the result of sdckit.pipeline.run_pipeline")
     tick = advance or (lambda *_a, **_k: None)
     qis = list(config.quasi_identifiers or ())
     numeric = list(config.numeric or ())
-    inputs: dict[str, Any] = {"data": source_name, "rows": frame.height}
-    if n_dropped:
-        inputs["rows dropped (missing values)"] = n_dropped
+    inputs: dict[str, Any] = {"data": result.source_name, "rows": frame.height}
+    if result.n_dropped:
+        inputs["rows dropped (missing values)"] = result.n_dropped
     rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
     sections: list[Section] = []
     tick(description="The data at a glance")
     overview = overview_section(frame)
-    if n_dropped:
-        overview.data["n_dropped_missing"] = n_dropped
-        overview.add(paragraph(f"{n_dropped:,} row(s) with a missing value were dropped (missing: drop) before this."))
+    if result.n_dropped:
+        overview.data["n_dropped_missing"] = result.n_dropped
+        overview.add(paragraph(f"{result.n_dropped:,} row(s) with a missing value were dropped (missing: drop) before this."))
     sections.append(overview)
+    sections.append(
+        release_check_section(
+            result.input_measure,
+            result.release_measure,
+            roles=result.roles,
+            not_released=result.not_released,
+            relations=result.relations,
+            allow_over_budget=config.allow_over_budget,
+        )
+    )
     tick(description="Re-identification risk")
-    sections.append(risk_section(frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False))
+    with warnings.catch_warnings():  # the roles section already flags weights and identifiers
+        warnings.simplefilter("ignore")
+        sections.append(risk_section(frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False))
     tick(description="Release plan")
-    sections.append(_curator_section(frame, qis, plan))
+    sections.append(_curator_section(frame, qis, result.plan))
     if len(numeric) >= 2:
         X, names = check_numeric(frame, numeric, missing="drop")
         k_micro = next((s.k for s in config.steps if isinstance(s, MicroaggregateStep)), 3)
         tick(description="Microaggregation")
         sections.append(microagg_section(X, names, k=k_micro, seed=config.seed))
-        eps = next((s.epsilon for s in config.steps if isinstance(s, NoiseStep)), 1.0)
+        nats = next((s.max_leakage_nats for s in config.steps if isinstance(s, NoiseStep)), 1.0)
         tick(description="Noise for private PCA")
-        sections.append(spectral_section(X, names, seed=config.seed, budget_nats=eps))
+        sections.append(spectral_section(X, names, seed=config.seed, budget_nats=nats))
     else:
         for sid, title in (("microaggregation", "Microaggregation"), ("spectral", "Additive noise for PCA")):
             sections.append(
@@ -217,40 +252,11 @@ def assemble_report(
         from sdckit.report._protocol import protocol_section
 
         tick(description=f"Shuffle protocol with {config.simulate_protocol:,} users")
-        result = simulate(
-            frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed
-        )
-        sections.append(protocol_section(result))
-    if steps:
-        sections.append(_release_section(steps))
-    summary = _summary_section(sections, plan, qis, config)
+        sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed)
+        sections.append(protocol_section(sim))
+    if result.steps:
+        sections.append(_release_section(result.steps))
+    summary = _summary_section(sections, result)
     for section in [summary, *sections]:
         rep.add(section)
     return rep
-
-
-def build_report(
-    source: DataSource | None = None,
-    *,
-    config: PipelineConfig | None = None,
-    seed: int | None = None,
-    advance: Advance | None = None,
-) -> Report:
-    """The main report for ``source`` (default: the bundled Adult data with its default columns).
-
-    ``config`` (a :class:`~sdckit.pipeline.PipelineConfig`) sets the columns, k, budget and steps;
-    ``source`` and ``seed``, when given, override its input and seed.
-    """
-    from dataclasses import replace
-
-    from sdckit.pipeline import PipelineConfig
-    from sdckit.pipeline._run import run_pipeline
-
-    cfg = config or PipelineConfig()
-    if source is not None:
-        if not isinstance(source, str):
-            raise TypeError("build_report takes a path; for a frame, use sdckit.pipeline.run_pipeline")
-        cfg = replace(cfg, input=source)
-    if seed is not None:
-        cfg = replace(cfg, seed=seed)
-    return run_pipeline(cfg, advance=advance).report

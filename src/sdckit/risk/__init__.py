@@ -16,6 +16,7 @@ from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversit
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries
+from sdckit.risk._release import ReleaseMeasure, measure_release
 from sdckit.risk._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
@@ -40,6 +41,7 @@ __all__ = [
     "Marginals",
     "PairBoundCurve",
     "QueryPlan",
+    "ReleaseMeasure",
     "ReleasePlan",
     "RiskSummary",
     "SensitiveDiversity",
@@ -58,6 +60,7 @@ __all__ = [
     "individual_risk",
     "joint_exposure_bound",
     "l_diversity",
+    "measure_release",
     "pair_bound_curve",
     "plan_release",
     "plugin_exposure",

@@ -1,0 +1,182 @@
+"""Column roles: what each column is, what is released, and guesses that are shown, never silent.
+
+A pipeline file names the roles (see :mod:`sdckit.pipeline._config`). With no roles,
+:func:`guess_roles` proposes quasi-identifiers from the data and flags every column it keeps out
+(a near-unique column, a weight-like column, an ID-like column, a target-like column), each with
+the fix. ``sdckit plan``, ``sdckit report`` and the pipeline use it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from sdckit.risk._checks import _WEIGHT_NAME
+
+__all__ = ["Flag", "Roles", "guess_roles"]
+
+_ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid)([^a-z]|$)|_id$|^id_")
+_TARGET_NAME = re.compile(r"(^|[^a-z])(target|label|class|outcome|y|income|salary|diagnosis|disease|response)([^a-z]|$)")
+NEAR_UNIQUE = 0.5
+"""A column with at least this share of distinct values among the rows is near-unique."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A column a guess kept out of (or put into) a role, and how to make it explicit."""
+
+    column: str
+    kind: str
+    """``near-unique``, ``weight-like``, ``id-like``, ``target-like`` or ``guessed``."""
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"column": self.column, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Every column's role for one release (after defaults and guesses)."""
+
+    quasi_identifiers: tuple[str, ...]
+    numeric: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    weight: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+    guessed: bool = False
+    """True when the quasi-identifiers were guessed from the data."""
+    flags: tuple[Flag, ...] = field(default_factory=tuple)
+
+    def released(self, columns: Sequence[str]) -> tuple[str, ...]:
+        """The columns of ``columns`` (in order) that have a releasing role."""
+        out = set(self.quasi_identifiers) | set(self.numeric) | set(self.sensitive) | set(self.weight) | set(self.keep)
+        out -= set(self.identifiers)
+        return tuple(c for c in columns if c in out)
+
+    def not_released(self, columns: Sequence[str]) -> dict[str, str]:
+        """Columns withheld, with why: ``identifier`` or ``no role``."""
+        rel = set(self.released(columns))
+        return {c: ("identifier (never released)" if c in self.identifiers else "no role") for c in columns if c not in rel}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "numeric": list(self.numeric),
+            "sensitive": list(self.sensitive),
+            "weight": list(self.weight),
+            "identifiers": list(self.identifiers),
+            "keep": list(self.keep),
+            "guessed": self.guessed,
+            "flags": [f.to_dict() for f in self.flags],
+        }
+
+
+def guess_roles(
+    frame: pl.DataFrame,
+    *,
+    exclude: Sequence[str] = (),
+    sensitive: Sequence[str] = (),
+    weight: Sequence[str] = (),
+    identifiers: Sequence[str] = (),
+) -> Roles:
+    """Guess quasi-identifiers (and numeric columns to mask) for data with no roles; flag every doubt.
+
+    Quasi-identifiers: text, boolean and integer columns, except near-unique ones (more than 10
+    distinct values and at least half the rows distinct) and columns that look like a survey weight (name), an identifier (name, or a different
+    value in most rows) or a target/sensitive attribute (name, e.g. ``income``, ``label``), and
+    except the columns given as ``sensitive``, ``weight``, ``identifiers`` or in ``exclude``.
+    Numeric columns to mask: numeric columns with more than 10 distinct values that are not
+    weights or identifiers. Every column kept out by a guess gets a :class:`Flag` with the fix.
+    """
+    n = frame.height
+    declared = set(exclude) | set(sensitive) | set(weight) | set(identifiers)
+    qis: list[str] = []
+    numeric: list[str] = []
+    flags: list[Flag] = []
+    guessed_weight, guessed_ids, guessed_sensitive = list(weight), list(identifiers), list(sensitive)
+    for name, dtype in frame.schema.items():
+        if name in declared:
+            continue
+        n_distinct = frame[name].n_unique()
+        low = name.lower()
+        if _WEIGHT_NAME.search(low):
+            guessed_weight.append(name)
+            flags.append(Flag(name, "weight-like", f"{name!r} looks like a survey weight: not a quasi-identifier. "
+                              f"Declare it (weight: [{name}]) or, if it is an attribute, list it under quasi_identifiers."))
+            continue
+        if _TARGET_NAME.search(low):
+            if dtype.is_numeric() and n_distinct > 10:
+                numeric.append(name)
+                flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
+                                  f"quasi-identifier; masked as numeric. Declare its role (numeric or sensitive: [{name}])."))
+            else:
+                guessed_sensitive.append(name)
+                flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
+                                  f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
+            continue
+        unique = n > 2 and n_distinct == n
+        counter = unique and dtype.is_integer() and _is_counter(frame[name])
+        if _ID_NAME.search(low) or counter or (unique and not dtype.is_numeric()):
+            guessed_ids.append(name)
+            flags.append(Flag(name, "id-like", f"{name!r} looks like an identifier ({n_distinct:,} distinct values in "
+                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
+            continue
+        if n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n:
+            if dtype.is_numeric():
+                numeric.append(name)
+                flags.append(Flag(name, "near-unique", f"{name!r} has {n_distinct:,} distinct values in {n:,} rows: "
+                                  "a continuous attribute, masked as numeric and not a quasi-identifier. Declare its role "
+                                  f"(numeric, keep or identifiers: [{name}])."))
+            else:
+                guessed_ids.append(name)
+                flags.append(Flag(name, "near-unique", f"{name!r} is near-unique ({n_distinct:,} distinct values in "
+                                  f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
+            continue
+        if dtype.is_numeric() and n_distinct > 10:
+            numeric.append(name)
+        if not dtype.is_float():  # near-unique columns were set aside above
+            qis.append(name)
+    if qis:
+        flags.append(Flag(", ".join(qis), "guessed", "quasi-identifiers guessed from the data (text, boolean and "
+                          "integer columns with few distinct values); declare quasi_identifiers to choose them."))
+    return Roles(
+        quasi_identifiers=tuple(qis),
+        numeric=tuple(numeric),
+        sensitive=tuple(guessed_sensitive),
+        weight=tuple(guessed_weight),
+        identifiers=tuple(guessed_ids),
+        guessed=True,
+        flags=tuple(flags),
+    )
+
+
+def _is_counter(s: pl.Series) -> bool:
+    """A row counter: distinct integers filling a range (1..n, 100001..100000+n)."""
+    lo, hi = s.min(), s.max()
+    return lo is not None and hi is not None and int(hi) - int(lo) + 1 == s.len()  # type: ignore[arg-type]
+
+
+def flag_declared(frame: pl.DataFrame, roles: Roles) -> tuple[Flag, ...]:
+    """Doubts about declared roles: a near-unique or weight-like released column, a weight among the quasi-identifiers."""
+    n = frame.height
+    out: list[Flag] = []
+    released = set(roles.released(frame.columns))
+    for name in frame.columns:
+        if name not in released or name in roles.numeric:
+            continue
+        n_distinct = frame[name].n_unique()
+        if name in roles.quasi_identifiers and _WEIGHT_NAME.search(name.lower()):
+            out.append(Flag(name, "weight-like", f"quasi-identifier {name!r} looks like a survey weight; weights make "
+                            "almost everyone unique. Move it to weight or identifiers."))
+        elif n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n and (
+            not frame.schema[name].is_float() or name in roles.weight or name in roles.keep
+        ):
+            fix = "round it or move it to identifiers" if name in roles.weight else "move it to identifiers, mask it (numeric) or coarsen it"
+            out.append(Flag(name, "near-unique", f"{name!r} is released unmasked with {n_distinct:,} distinct values "
+                            f"in {n:,} rows: it can link records back to the input; {fix}."))
+    return tuple(out)

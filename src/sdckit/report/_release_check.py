@@ -1,0 +1,166 @@
+"""The report's section 'Input and release, side by side': the release measured as written.
+
+It renders the :class:`~sdckit.risk.ReleaseMeasure` of the input (its role columns as they are)
+and of the release (after the masking steps, only the columns with a releasing role), the roles
+of every column, the guesses with their fixes, and the linear relations found. It computes
+nothing itself.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sdckit.report._report import Block, Section, metrics, paragraph, table
+
+if TYPE_CHECKING:
+    from sdckit.pipeline._roles import Roles
+    from sdckit.risk import ReleaseMeasure
+
+__all__ = ["alert", "release_check_section"]
+
+
+def alert(text: str) -> Block:
+    """A paragraph in bold red (a release over its budget)."""
+    return Block(f'<p class="alert" style="color:#b00020;font-weight:bold">{html.escape(text)}</p>', "paragraph")
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.3g} %"
+
+
+def _l_text(measure: ReleaseMeasure) -> str:
+    if not measure.l_diversity:
+        return "not measured"
+    parts = []
+    for col, value in measure.l_diversity.items():
+        if isinstance(value, Mapping):
+            l_value = value.get("l", value.get("l_diversity", value.get("min_l")))
+            parts.append(f"{col}: l = {l_value}" if l_value is not None else f"{col}: {dict(value)}")
+        else:
+            parts.append(f"{col}: l = {value}")
+    return "; ".join(parts)
+
+
+def verdict(release: ReleaseMeasure, allow_over_budget: bool) -> str:
+    """One sentence: safe or not, with the release's own figure."""
+    if release.within_budget:
+        return (
+            f"Within budget: in the release as written, {_pct(release.exposure_at_k)} of users are in groups smaller "
+            f"than k = {release.k} on the quasi-identifiers (budget {_pct(release.budget)}); k-anonymity "
+            f"{release.k_anonymity:,}, {release.n_unique:,} unique users."
+        )
+    head = (
+        f"NOT SAFE TO RELEASE: in the release, {_pct(release.exposure_at_k)} of users are in groups smaller than "
+        f"k = {release.k} (budget {_pct(release.budget)}); {release.n_unique:,} users are unique."
+    )
+    if allow_over_budget:
+        return head + " The data file was written anyway because the pipeline sets allow_over_budget: true."
+    return head + " No data file was written."
+
+
+def release_check_section(
+    input_measure: ReleaseMeasure,
+    release: ReleaseMeasure,
+    *,
+    roles: Roles | None = None,
+    not_released: Mapping[str, str] | None = None,
+    relations: Sequence[Any] = (),
+    allow_over_budget: bool = False,
+) -> Section:
+    """Section 'Input and release, side by side'."""
+    refused = not release.within_budget and not allow_over_budget
+    section = Section(
+        "release_check",
+        "Input and release, side by side",
+        data={
+            "input": input_measure.to_dict(),
+            "release": release.to_dict(),
+            "within_budget": release.within_budget,
+            "refused": refused,
+            "allow_over_budget": allow_over_budget,
+            "roles": roles.to_dict() if roles is not None else None,
+            "not_released": dict(not_released or {}),
+            "linear_relations": [r.to_dict() for r in relations],
+        },
+    )
+    section.add(
+        metrics(
+            [
+                (f"users in groups < {release.k}, release", 100 * release.exposure_at_k, "%"),
+                ("k-anonymity of the release", release.k_anonymity, ""),
+                ("unique users in the release", release.n_unique, ""),
+            ]
+        )
+    )
+    text = verdict(release, allow_over_budget)
+    section.add(alert(text) if not release.within_budget else paragraph(text))
+    idisc_in = input_measure.interval_disclosure
+    idisc = release.interval_disclosure
+    rows: list[tuple[Any, ...]] = [
+        ("quasi-identifiers measured", ", ".join(input_measure.quasi_identifiers), ", ".join(release.quasi_identifiers)),
+        ("k-anonymity (smallest group)", input_measure.k_anonymity, release.k_anonymity),
+        (f"users in groups < k = {release.k}", _pct(input_measure.exposure_at_k), _pct(release.exposure_at_k)),
+        ("unique users", input_measure.n_unique, release.n_unique),
+        ("groups", input_measure.n_groups, release.n_groups),
+        ("columns released", len(input_measure.columns), len(release.columns)),
+        ("l-diversity of the sensitive columns", _l_text(input_measure), _l_text(release)),
+        (
+            "interval disclosure of the masked columns (±5 % sd)",
+            _pct(idisc_in["share"]) if idisc_in else "100 % (unmasked)",
+            _pct(idisc["share"]) if idisc else "– (no masked numeric column)",
+        ),
+    ]
+    section.add(
+        table(rows, ["measure", "input, as is", "release, as written"],
+              caption="Both columns measure the same quasi-identifiers; the release with its released values "
+                      "(a microaggregated age is one value per group, a suppressed cell '*' a value of its own).")
+    )
+    if release.fixes:
+        section.add(paragraph("What would bring the release within budget:"))
+        section.add(table([(i + 1, f) for i, f in enumerate(release.fixes)], ["#", "fix"]))
+    if idisc and idisc.get("per_column"):
+        section.add(
+            table(
+                [(c, _pct(v)) for c, v in idisc["per_column"].items()],
+                ["masked column", "records whose original lies within ±5 % sd of the released value"],
+            )
+        )
+    if roles is not None:
+        role_of: dict[str, str] = {}
+        for role in ("identifiers", "weight", "keep", "sensitive", "numeric", "quasi_identifiers"):
+            for c in getattr(roles, role):
+                role_of[c] = role if c not in role_of else f"{role_of[c]}, {role}"
+        withheld = dict(not_released or {})
+        listed = [*release.columns, *withheld]
+        section.add(
+            table(
+                [(c, role_of.get(c, "no role"), "yes" if c in release.columns else f"no: {withheld.get(c, '')}")
+                 for c in listed],
+                ["column", "role", "released"],
+                caption="A column with no role is not released; identifiers never are.",
+            )
+        )
+        if roles.flags:
+            section.add(paragraph("Guesses and doubts, each with its fix:"))
+            section.add(table([(f.column, f.kind, f.message) for f in roles.flags], ["column", "flag", "fix"]))
+    if relations:
+        section.add(
+            paragraph(
+                "Linear relations among the numeric columns (found before masking): "
+                + "; ".join(r.formula() for r in relations)
+                + ". Masking one side while the other goes out unchanged would undo the masking; the pipeline "
+                "refuses that unless allow_linear_relations is set."
+            )
+        )
+    section.add(
+        paragraph(
+            f"Counted on the table exactly as written. A missing cell counts as "
+            f"{'matching any value' if release.missing_semantics == 'wildcard' else 'a value of its own'}. "
+            + (release.l_diversity_note + "." if release.l_diversity_note else ""),
+            note=True,
+        )
+    )
+    section.summary = text
+    return section

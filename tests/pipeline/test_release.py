@@ -1,0 +1,305 @@
+"""The release is what was measured (issue 14): roles, the written file re-measured, refusal over budget.
+
+Exposure is re-counted here with plain polars on the file as written (not with sdckit's counting).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from sdckit.cli import app
+from sdckit.errors import ConfigError
+from sdckit.pipeline import load_config, parse_config, run_pipeline, write_outputs
+from sdckit.pipeline._config import ANONYMIZE_STEPS
+from sdckit.pipeline._run import SUPPRESSED, merge_small_strata
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "pipelines").glob("*.yaml"))
+CENSUS = str(Path(__file__).resolve().parents[1] / "data" / "casc_census.csv.gz")
+runner = CliRunner()
+
+
+def plain_exposure(frame: pl.DataFrame, columns: list[str], k: int) -> float:
+    """Share of rows whose combination of ``columns`` has fewer than k rows (plain polars, nulls a value)."""
+    sizes = frame.group_by(columns).agg(pl.len().alias("n"))["n"]
+    return float(sizes.filter(sizes < k).sum()) / frame.height
+
+
+@pytest.fixture(scope="module")
+def survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    rng = np.random.default_rng(7)
+    n = 600
+    frame = pl.DataFrame(
+        {
+            "person_id": np.arange(n),
+            "region": rng.choice(["n", "s", "e", "w"], n, p=[0.4, 0.3, 0.2, 0.1]),
+            "sex": rng.choice(["F", "M"], n),
+            "job": rng.choice([f"j{i}" for i in range(12)], n),
+            "age": rng.integers(18, 90, n),
+            "income": np.round(rng.lognormal(10, 0.5, n), 2),
+            "health": rng.choice(["good", "poor"], n),
+            "notes": rng.choice(["a", "b"], n),
+        }
+    )
+    path = tmp_path_factory.mktemp("survey") / "survey.csv"
+    frame.write_csv(path)
+    return path
+
+
+def _roles(path: Path, **extra: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "input": str(path),
+        "quasi_identifiers": ["region", "sex", "job", "age"],
+        "numeric": ["age", "income"],
+        "sensitive": ["health"],
+        "identifiers": ["person_id"],
+        "k": 5,
+        "budget": 0.05,
+        "steps": [
+            {"microaggregate": {"columns": ["age"], "k": 5, "strata": "quasi_identifiers", "restore_moments": False}},
+            {"microaggregate": {"columns": ["income"], "k": 3, "restore_moments": False}},
+        ],
+    }
+    raw.update(extra)
+    return raw
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_every_example_pipeline_is_within_budget_on_the_written_file(example: Path, tmp_path: Path) -> None:
+    cfg = load_config(example)
+    cfg = cfg.replace(output_data=str(tmp_path / "release.parquet"), output_report=str(tmp_path / "report.html"))
+    result = run_pipeline(cfg)
+    written = write_outputs(result)
+    release = pl.read_parquet(written["data"])
+    sidecar = json.loads(written["sidecar"].read_text())
+    qis = [c for c in cfg.quasi_identifiers or () if c in release.columns]
+    # every declared quasi-identifier is released (masked, not dropped)
+    assert qis == list(cfg.quasi_identifiers or ())
+    exposure = plain_exposure(release, qis, cfg.k)
+    assert exposure <= cfg.budget
+    measured = sidecar["sections"]["release_check"]["data"]["release"]
+    assert measured["exposure_at_k"] == pytest.approx(exposure, abs=1e-15)
+    assert sidecar["sections"]["summary"]["data"]["exposure_of_release"] == pytest.approx(exposure, abs=1e-15)
+    assert sidecar["sections"]["release_check"]["data"]["verified_on_written_file"] == str(written["data"])
+    # only columns with a releasing role go out
+    roles = set(qis) | set(cfg.numeric or ()) | set(cfg.sensitive or ()) | set(cfg.weight or ()) | set(cfg.keep or ())
+    assert set(release.columns) <= roles
+    assert not set(release.columns) & set(cfg.identifiers or ())
+    assert release.height == result.input_frame.height  # type: ignore[union-attr]
+
+
+def test_adult_example_keeps_age_microaggregated_within_strata() -> None:
+    cfg = load_config(EXAMPLES[[p.stem for p in EXAMPLES].index("adult")])
+    assert "age" in (cfg.quasi_identifiers or ())
+    assert len(cfg.quasi_identifiers or ()) == 8
+    step = cfg.steps[0]
+    assert step.kind == "microaggregate"
+    assert step.strata == "quasi_identifiers"  # type: ignore[union-attr]
+
+
+def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_path: Path) -> None:
+    result = run_pipeline(parse_config(_roles(survey)), report=False)
+    out = result.protected
+    assert "person_id" not in out.columns  # identifier: never released
+    assert "notes" not in out.columns  # no role: not released, and listed
+    assert result.not_released == {"person_id": "identifier (never released)", "notes": "no role"}
+    m = result.release_measure
+    assert m is not None
+    assert m.exposure_at_k == plain_exposure(out, ["region", "sex", "job", "age"], 5)
+    assert m.within_budget
+    assert m.k_anonymity >= 5
+    # the input as is (raw age) is far over budget: the figures differ, side by side
+    assert result.input_measure is not None
+    raw = pl.read_csv(survey)
+    assert result.input_measure.exposure_at_k == plain_exposure(raw, ["region", "sex", "job", "age"], 5) > 0.5
+    # interval disclosure of the masked columns, recomputed by hand
+    idisc = m.interval_disclosure
+    assert idisc is not None
+    x = raw["income"].to_numpy()
+    y = out["income"].to_numpy()
+    share = float(np.mean(np.abs(x - y) <= 0.05 * x.std(ddof=1)))
+    assert idisc["per_column"]["income"] == pytest.approx(share)
+
+
+def test_over_budget_is_refused_exit_1_no_data_and_a_report_saying_why(survey: Path, tmp_path: Path) -> None:
+    data = tmp_path / "out" / "release.csv"
+    report = tmp_path / "out" / "report.html"
+    raw = _roles(survey, steps=[], budget=0.01, output={"data": str(data), "report": str(report)})
+    pipeline = tmp_path / "p.json"
+    pipeline.write_text(json.dumps(raw))
+    r = runner.invoke(app, ["run", str(pipeline)])
+    assert r.exit_code == 1
+    assert "Traceback" not in r.output
+    assert "NOT SAFE TO RELEASE" in r.stdout
+    assert "no data file was written" in r.stderr
+    assert not data.exists()
+    assert report.exists()
+    sidecar = json.loads(report.with_suffix(".json").read_text())
+    check = sidecar["sections"]["release_check"]["data"]
+    assert check["refused"] is True
+    assert check["release"]["exposure_at_k"] > 0.01
+    assert check["release"]["fixes"], "the report says what would fix it"
+    assert any("microaggregate" in f for f in check["release"]["fixes"])
+    page = report.read_text()
+    assert "NOT SAFE TO RELEASE" in page
+    assert 'class="alert"' in page
+    # --json: the same refusal, machine-readable
+    r = runner.invoke(app, ["run", str(pipeline), "--json"])
+    assert r.exit_code == 1
+    payload = json.loads(r.stdout)
+    assert payload["refused"] is True
+    assert "data" not in payload["outputs"]
+
+
+def test_allow_over_budget_writes_the_file_and_says_so_in_red(survey: Path, tmp_path: Path) -> None:
+    data = tmp_path / "release.parquet"
+    report = tmp_path / "report.html"
+    raw = _roles(survey, steps=[], budget=0.01, allow_over_budget=True, output={"data": str(data), "report": str(report)})
+    pipeline = tmp_path / "p.json"
+    pipeline.write_text(json.dumps(raw))
+    r = runner.invoke(app, ["run", str(pipeline)])
+    assert r.exit_code == 0, r.output
+    assert data.exists()
+    sidecar = json.loads(report.with_suffix(".json").read_text())
+    summary = sidecar["sections"]["summary"]
+    assert summary["data"]["within_budget"] is False
+    assert "written anyway because the pipeline sets allow_over_budget: true" in summary["summary"]
+    page = report.read_text()
+    start = page.index('id="summary"')
+    assert 'class="alert" style="color:#b00020' in page[start : start + 5000]
+
+
+@pytest.mark.filterwarnings("ignore::sdckit.errors.SdcWarning")  # a unique QI and a loose budget, on purpose
+def test_linear_relation_in_the_pipeline(tmp_path: Path) -> None:
+    raw: dict[str, Any] = {
+        "input": CENSUS,
+        "quasi_identifiers": ["AGI"],
+        "numeric": ["AGI", "FEDTAX", "PTOTVAL"],
+        "keep": ["PEARNVAL", "POTHVAL"],
+        "k": 3,
+        "budget": 1.0,
+        "steps": [{"microaggregate": {"k": 5}}],
+    }
+    with pytest.raises(ConfigError, match=r"PTOTVAL = PEARNVAL \+ POTHVAL: masking PTOTVAL alone is undone"):
+        run_pipeline(parse_config(raw), report=False)
+    # withheld (no role) is fine, masked together is fine, and the override releases
+    run_pipeline(parse_config({**raw, "keep": ["PEARNVAL"]}), report=False)
+    together = run_pipeline(
+        parse_config({**raw, "keep": None, "numeric": ["AGI", "FEDTAX", "PTOTVAL", "PEARNVAL", "POTHVAL"]}), report=False
+    )
+    original = pl.read_csv(CENSUS)
+    recovered = together.protected["PEARNVAL"] + together.protected["POTHVAL"]
+    assert np.mean(np.isclose(recovered.to_numpy(), original["PTOTVAL"].to_numpy(), atol=0.5)) < 0.05
+    assert run_pipeline(parse_config({**raw, "allow_linear_relations": True}), report=False).relations
+
+
+def test_report_and_plan_on_data_without_roles_never_use_target_weight_or_ids(tmp_path: Path) -> None:
+    from sdckit.datasets import load_adult
+
+    path = tmp_path / "adult.csv"
+    load_adult().head(3000).write_csv(path)  # a slice: the report on it stays quick
+    r = runner.invoke(app, ["plan", str(path), "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    considered = set(plan["columns"]) | set(plan["excluded"])
+    assert not considered & {"income", "fnlwgt"}
+    assert "income" not in plan["columns"]
+    r = runner.invoke(app, ["report", str(path), "-o", str(tmp_path / "r.html"), "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    roles = payload["roles"]
+    assert roles["guessed"] is True
+    assert not set(roles["quasi_identifiers"]) & {"income", "fnlwgt"}
+    kinds: dict[str, set[str]] = {}
+    for f in roles["flags"]:
+        kinds.setdefault(f["column"], set()).add(f["kind"])
+    assert kinds["fnlwgt"] == {"weight-like", "near-unique"}  # a weight, and released it would link records
+    assert kinds["income"] == {"target-like"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(0, 2)), min_size=5, max_size=80),
+    st.integers(2, 5),
+)
+def test_merge_small_strata_reaches_k_on_every_combination(rows: list[tuple[int, int, int]], k: int) -> None:
+    frame = pl.DataFrame(rows, schema=["a", "b", "c"], orient="row")
+    if frame.height < k:
+        return
+    out, counts = merge_small_strata(frame, ["a", "b", "c"], k)
+    sizes = out.group_by(["a", "b", "c"]).len()["len"]
+    assert sizes.min() >= k  # type: ignore[operator]
+    # only cells of rows in small combinations change, and only to '*'
+    for c in ("a", "b", "c"):
+        before = frame[c].cast(pl.String)
+        changed = out[c] != before
+        assert (out[c].filter(changed) == SUPPRESSED).all()
+        assert int(changed.sum()) == counts.get(c, 0)
+    assert out.height == frame.height
+
+
+# --- the anonymize steps: dispatched by name to "module:Class", imported lazily -------------------
+
+
+class _FakeRecoder:
+    """Stands in for sdckit.anonymize.GlobalRecoder: plain kwargs, fit_transform, changes_."""
+
+    def __init__(self, *, columns: dict[str, list[int]], k: int = 1) -> None:
+        self.columns = columns
+        self.k = k
+
+    def fit_transform(self, frame: pl.DataFrame) -> pl.DataFrame:
+        out = frame
+        self.changes_: dict[str, int] = {}
+        for c, breaks in self.columns.items():
+            labels = np.array([f"[{lo}, {hi})" for lo, hi in itertools.pairwise(breaks)])
+            binned = pl.Series(c, labels[np.digitize(out[c].to_numpy(), breaks[1:-1])])
+            self.changes_[c] = int((binned != out[c].cast(pl.String)).sum())
+            out = out.with_columns(binned.alias(c))
+        return out
+
+
+@pytest.mark.filterwarnings("ignore::sdckit.errors.SdcWarning")
+def test_anonymize_steps_pass_their_params_to_the_constructor(
+    survey: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = types.ModuleType("sdckit_fake_anonymize")
+    fake.GlobalRecoder = _FakeRecoder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sdckit_fake_anonymize", fake)
+    monkeypatch.setitem(ANONYMIZE_STEPS, "recode", "sdckit_fake_anonymize:GlobalRecoder")
+    raw = _roles(survey, steps=[{"recode": {"columns": {"age": [0, 30, 45, 65, 120]}}}], budget=1.0)
+    result = run_pipeline(parse_config(raw), report=False)
+    assert set(result.protected["age"].unique()) <= {"[0, 30)", "[30, 45)", "[45, 65)", "[65, 120)"}
+    log = result.steps[0]
+    assert log.kind == "recode"
+    assert log.details["params"]["k"] == 5  # filled from the pipeline because the constructor takes it
+    assert log.details["changes"]["age"] == 600
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.recode: unknown option 'colums'\. Did you mean 'columns'"):
+        run_pipeline(parse_config(_roles(survey, steps=[{"recode": {"colums": {}}}])), report=False)
+
+
+def test_an_unavailable_anonymize_step_is_a_clear_error(survey: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ANONYMIZE_STEPS, "pram", "sdckit_no_such_module:PRAM")
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.pram: this step needs sdckit_no_such_module\.PRAM, which is not available"):
+        run_pipeline(parse_config(_roles(survey, steps=[{"pram": {"columns": ["health"]}}])), report=False)
+
+
+def test_real_anonymize_steps_when_they_exist(survey: Path) -> None:
+    anonymize = pytest.importorskip("sdckit.anonymize", reason="sdckit.anonymize is not in this build yet")
+    assert hasattr(anonymize, "LocalSuppressor")
+    raw = _roles(survey, steps=[{"local_suppression": {}}], budget=1.0)
+    result = run_pipeline(parse_config(raw), report=False)
+    assert result.steps[0].kind == "local_suppression"
+    assert result.release_measure is not None
