@@ -19,6 +19,7 @@ from sdckit.risk._statistical import (
 )
 from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
+from sdckit.risk._wildcard import wildcard_group_sizes
 
 __all__ = [
     "BoundMethod",
@@ -43,4 +44,5 @@ __all__ = [
     "risk_summary",
     "statistical_exposure",
     "statistical_exposure_bound",
+    "wildcard_group_sizes",
 ]
