@@ -41,6 +41,30 @@ def redaction_allowance(
     return min(1.0, k * d_max / n), d_max
 
 
+def suppress_to_k(codes: NDArray[np.int32], k: int, rank: NDArray[np.int64] | None = None) -> NDArray[np.bool_]:
+    """The cells (n, p) to suppress so every wildcard group has >= k records (see :class:`LocalSuppressor`).
+
+    ``codes`` are integer codes, -1 for a missing cell; ``rank[j]`` the preference of key j (higher is
+    suppressed first; default: the number of distinct values).
+    """
+    _n, p = codes.shape
+    if rank is None:
+        rank = (codes.max(axis=0, initial=-1) + 1).astype(np.int64)
+    top = int(codes.max(initial=0))
+    dtype = np.int16 if top < np.iinfo(np.int16).max else np.int32
+    work = np.ascontiguousarray(codes.T.astype(dtype))
+    orig = work.copy()
+    sizes = wildcard_sizes(codes)
+    unsafe = np.flatnonzero(sizes < k)
+    if unsafe.size:
+        order = unsafe[np.argsort(sizes[unsafe], kind="stable")].astype(np.int64)
+        greedy_suppress(work, sizes, k, order, rank)
+        cells = np.flatnonzero(((work < 0) & (orig >= 0)).T.ravel()).astype(np.int64)
+        by_importance = np.argsort(rank[cells % p], kind="stable")  # important keys first
+        restore_cells(work, orig, sizes, k, cells[by_importance])
+    return np.ascontiguousarray(((work < 0) & (orig >= 0)).T)
+
+
 def _ranks(importance: Any, names: list[str], supports: NDArray[np.int64]) -> NDArray[np.int64]:
     """Suppression preference per key: higher is suppressed first."""
     p = len(names)
@@ -180,19 +204,8 @@ class LocalSuppressor(Anonymizer):
             codes[j] = column_codes(frame[name])
         original = codes.copy()
         supports = (codes.max(axis=1) + 1).astype(np.int64) if n else np.zeros(len(names), np.int64)
-        dtype = np.int16 if supports.size == 0 or supports.max() < np.iinfo(np.int16).max else np.int32
-        work = np.ascontiguousarray(codes.astype(dtype))
-        orig = work.copy()
         rank = _ranks(self.importance, names, supports)
-        sizes = wildcard_sizes(np.ascontiguousarray(original.T))
-        unsafe = np.flatnonzero(sizes < k)
-        order = unsafe[np.argsort(sizes[unsafe], kind="stable")].astype(np.int64)
-        if order.size:
-            greedy_suppress(work, sizes, k, order, rank)
-            cells = np.flatnonzero(((work < 0) & (orig >= 0)).T.ravel()).astype(np.int64)
-            by_importance = np.argsort(rank[cells % len(names)], kind="stable")  # important keys first
-            restore_cells(work, orig, sizes, k, cells[by_importance])
-        suppressed: NDArray[np.bool_] = np.ascontiguousarray(((work < 0) & (orig >= 0)).T)
+        suppressed = suppress_to_k(np.ascontiguousarray(original.T), k, rank)
         redacted = np.zeros_like(suppressed)
         allowance = 0.0
         if p_red:
