@@ -88,8 +88,31 @@ class PRAM(Anonymizer):
         self.matrix = matrix
         self.random_state = random_state
 
+    def fit_transform(self, X: DataSource, y: None = None) -> Any:
+        """Fit, then release the very draw whose changes ``changes_`` records (also without a seed)."""
+        self._fit(X)
+        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        drawn = self._draw(frame)
+        self._record(frame, drawn)
+        return self._release(frame, drawn)
+
     def fit(self, X: DataSource, y: None = None) -> Self:
-        """Build each column's transition matrix and record the changes a draw makes on ``X``."""
+        """Build each column's transition matrix and record the changes a draw makes on ``X``.
+
+        With ``random_state=None`` each draw uses fresh OS entropy, so a later ``transform`` gives
+        another draw than the one ``changes_`` describes; :meth:`fit_transform` gives that one.
+        """
+        frame = self._fit(X)
+        self._record(frame, self._draw(frame))
+        return self
+
+    def _record(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> None:
+        self.changes_ = {
+            name: change_counts(text_values(frame[name]), np.array(drawn[name][1], dtype=object))
+            for name in self.feature_names_in_
+        }
+
+    def _fit(self, X: DataSource) -> nw.DataFrame[Any]:
         if isinstance(self.pd, bool) or not isinstance(self.pd, (int, float)) or not 0 <= self.pd <= 1:
             raise ParameterError(f"pd={self.pd!r} must be a probability between 0 and 1, e.g. 0.8.")
         columns = self.columns if self.columns is not None else (list(self.matrix) if self.matrix else None)
@@ -106,12 +129,7 @@ class PRAM(Anonymizer):
                 transition[name] = (observed, invariant_matrix(counts.astype(np.int64), float(self.pd)))
         self.transition_ = transition
         self.feature_names_in_ = tuple(names)
-        out = self._draw(frame)
-        self.changes_ = {
-            name: change_counts(text_values(frame[name]), np.array(out[name][1], dtype=object))
-            for name in names
-        }
-        return self
+        return frame
 
     def _draw(self, frame: nw.DataFrame[Any]) -> dict[str, tuple[NDArray[np.int64], list[Any]]]:
         rng = np.random.default_rng(self.random_state)
@@ -145,7 +163,9 @@ class PRAM(Anonymizer):
         """Draw the released values of the fitted columns (seeded by ``random_state``)."""
         self.check_is_fitted("transition_")
         frame, _ = frame_columns(X, list(self.feature_names_in_))
-        drawn = self._draw(frame)
+        return self._release(frame, self._draw(frame))
+
+    def _release(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> Any:
         replaced = {}
         for name, (new, _) in drawn.items():
             cats = list(self.transition_[name][0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from sdckit import __version__
-from sdckit.cli import describe, microagg, protocol, report, risk, spectral
+from sdckit.cli import anonymize, describe, microagg, protocol, report, risk, spectral
 
 app = typer.Typer(
     name="sdckit",
@@ -37,7 +37,7 @@ def _root(
     """Statistical disclosure control with measured privacy and measured utility."""
 
 
-for _module in (describe, risk, protocol, spectral, microagg, report):
+for _module in (describe, risk, protocol, spectral, microagg, report, anonymize):
     _module.register(app)
 
 
