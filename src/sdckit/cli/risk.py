@@ -326,14 +326,20 @@ def plan(
         from sdckit._io import check_output_path
 
         check_output_path(out, inputs=[data] if data else [])
-    lattice_kw: dict[str, Any] = (
-        {"hierarchies": hier, "data": frame, "suppression": suppression, "withhold": not keep_all, "loss": loss}
-        if lattice
-        else {}
-    )
     from sdckit.cli._common import progress
 
+    lattice_kw: dict[str, Any] = {}
+
     with progress("searching the recoding lattice", quiet=as_json or not lattice) as advance:
+        if lattice:
+            lattice_kw = {
+                "hierarchies": hier,
+                "data": frame,
+                "suppression": suppression,
+                "withhold": not keep_all,
+                "loss": loss,
+                "progress": lambda _: advance(),
+            }
         result = plan_release(
             marg,
             k=k,
@@ -345,7 +351,6 @@ def plan(
             n_release=n_release,
             delta=0.05 if delta is None else delta,
             **lattice_kw,
-            **({"progress": lambda _: advance()} if lattice else {}),
         )
     if out is not None:
         from sdckit._io import write_table
