@@ -538,7 +538,8 @@ def _plan_lattice(
         if suppressed:
             released_exposure = 0.0  # every record reaches k, a missing cell matching any value
     levels = {c.name: lvl for c, lvl in zip(cols, chosen[1], strict=True)}
-    released = [c.name for c in cols if not (c.hierarchy is None and levels[c.name] == 1)]
+    # a column recoded to one label (its top, or withheld without a hierarchy) is not released
+    released = [c.name for c in cols if len(set(c.labels[levels[c.name]].values())) > 1 or levels[c.name] == 0]
     recodings: dict[str, dict[str, Any]] = {}
     for col in cols:
         lvl = levels[col.name]
@@ -548,7 +549,8 @@ def _plan_lattice(
             }
     bound = node_bound(chosen[1], None) if measure is None else float(released_exposure or 0.0)
     excluded = {
-        c: "withheld: the least-loss acceptable node of the recoding lattice leaves it out" for c in cands
+        c: "withheld (recoded to one value): the least-loss acceptable node of the recoding lattice"
+        for c in cands
         if c not in released
     }
     n_supp = int(sum(suppressed.values()))
@@ -611,5 +613,7 @@ def _suppression_cells(measure: DataExposure, node: tuple[int, ...], columns: Se
     """Cells per column that local suppression to k removes from the node's recoded table."""
     from sdckit.anonymize._suppress import suppress_to_k
 
-    lost = suppress_to_k(measure.recoded(node).astype(np.int32), k).sum(axis=0)
-    return {c: int(x) for c, x in zip(columns, lost, strict=True) if x}
+    rec = measure.recoded(node)
+    varied = [j for j in range(rec.shape[1]) if node[j] == 0 or rec[:, j].max() > 0]  # the released columns
+    lost = suppress_to_k(np.ascontiguousarray(rec[:, varied]).astype(np.int32), k).sum(axis=0)
+    return {columns[j]: int(x) for j, x in zip(varied, lost, strict=True) if x}
