@@ -11,21 +11,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sdckit.datasets._adult import ADULT_QUASI_IDENTIFIERS
 from sdckit.errors import FileNotFoundInputError, InputError, ParameterError, UnreadableInputError
 
 BUILTIN_PREFIX = "adult:"
 """A hierarchy named ``"adult:<column>"`` is the built-in one of that Adult column."""
 
-ADULT_HIERARCHY_COLUMNS = (
-    "age",
-    "workclass",
-    "education",
-    "marital-status",
-    "occupation",
-    "race",
-    "sex",
-    "native-country",
-)
+ADULT_HIERARCHY_COLUMNS = ADULT_QUASI_IDENTIFIERS
+"""The Adult columns with a built-in hierarchy: the 8 quasi-identifiers."""
 
 
 @dataclass(frozen=True, eq=False)

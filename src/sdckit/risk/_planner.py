@@ -332,18 +332,7 @@ def plan_release(
     b = check_budget(budget)
     n_rel = check_n_release(n_release) if statistical else None
     dlt = check_delta(delta) if statistical else None
-    cands = list(marginals.columns if columns is None else columns)
-    for c in cands:
-        if c not in marginals.counts:
-            raise ColumnNotFoundError(str(c), marginals.columns)
-    w: dict[str, float] = {c: 1.0 for c in cands}
-    if weights is not None:
-        for c, v in weights.items():
-            if c not in w:
-                raise ColumnNotFoundError(str(c), cands)
-            if not np.isfinite(v) or v < 0:
-                raise ParameterError(f"weight of column {c!r} is {v!r}; weights are finite and >= 0.")
-            w[c] = float(v)
+    cands, w = _candidates(marginals, columns, weights)
     n = marginals.n
     thr = k_int - 1
     n_users = n_rel if n_rel is not None else n
@@ -396,6 +385,24 @@ def plan_release(
         n_release=n_rel,
         delta=dlt,
     )
+
+
+def _candidates(
+    marginals: Marginals, columns: Sequence[str] | None, weights: Mapping[str, float] | None
+) -> tuple[list[str], dict[str, float]]:
+    """The candidate columns (checked) and their weights (default 1, finite and >= 0)."""
+    cands = list(marginals.columns if columns is None else columns)
+    for c in cands:
+        if c not in marginals.counts:
+            raise ColumnNotFoundError(str(c), marginals.columns)
+    w: dict[str, float] = {c: 1.0 for c in cands}
+    for c, v in (weights or {}).items():
+        if c not in w:
+            raise ColumnNotFoundError(str(c), cands)
+        if not np.isfinite(v) or v < 0:
+            raise ParameterError(f"weight of column {c!r} is {v!r}; weights are finite and >= 0.")
+        w[c] = float(v)
+    return cands, w
 
 
 def _exact(cands: list[str], w: Mapping[str, float], evaluate: _Evaluator, budget: float) -> list[str]:
@@ -454,10 +461,7 @@ def _plan_lattice(
     """The lattice planner (see :func:`plan_release`, Notes)."""
     from sdckit.anonymize._hierarchy import as_hierarchy
 
-    cands = list(marginals.columns if columns is None else columns)
-    for c in cands:
-        if c not in marginals.counts:
-            raise ColumnNotFoundError(str(c), marginals.columns)
+    cands, w = _candidates(marginals, columns, weights)
     for c in hierarchies:
         if c not in cands:
             raise ColumnNotFoundError(str(c), cands)
@@ -468,13 +472,6 @@ def _plan_lattice(
             )
         if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or not 0 <= suppression <= 1:
             raise ParameterError(f"suppression={suppression!r} must be a share of records between 0 and 1, e.g. 0.05.")
-    w = {c: 1.0 for c in cands}
-    for c, v in (weights or {}).items():
-        if c not in w:
-            raise ColumnNotFoundError(str(c), cands)
-        if not np.isfinite(v) or v < 0:
-            raise ParameterError(f"weight of column {c!r} is {v!r}; weights are finite and >= 0.")
-        w[c] = float(v)
     n = marginals.n
     if n < k:
         raise InfeasibleError(f"k={k} is larger than the {n:,} users: nobody can be in a group of k. Lower k.")
