@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sdckit.anonymize import LocalSuppressor, local_suppression, redaction_allowance
 from sdckit.errors import ParameterError
@@ -110,3 +112,31 @@ def test_errors() -> None:
     est = LocalSuppressor(k=2).fit(df)
     with pytest.raises(ParameterError, match="fit_transform"):
         est.transform(pl.DataFrame({"a": [1, 2, 4]}))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", None]), st.integers(0, 3), st.sampled_from(["x", "y"])),
+        min_size=3,
+        max_size=40,
+    ),
+    k=st.integers(2, 3),
+)
+def test_property_anonymous_and_no_cell_can_come_back(rows: list[tuple[Any, ...]], k: int, brute: Any) -> None:
+    df = pl.DataFrame({"u": [r[0] for r in rows], "v": [r[1] for r in rows], "w": [r[2] for r in rows]},
+                      schema={"u": pl.String, "v": pl.Int64, "w": pl.String})
+    est = LocalSuppressor(k=k, columns=["u", "v", "w"]).fit(df)
+    out = est.transform(df)
+    released = [tuple(r) for r in out.iter_rows()]
+    assert brute.sizes(released).min() >= k
+    # only cells present before were suppressed, and putting back any one of them breaks k-anonymity
+    original = [tuple(r) for r in df.iter_rows()]
+    for i, j in zip(*np.nonzero(est.suppressed_), strict=True):
+        assert original[i][j] is not None
+        assert released[i][j] is None
+        trial = list(released)
+        row = list(trial[i])
+        row[j] = original[i][j]
+        trial[i] = tuple(row)
+        assert brute.sizes(trial).min() < k

@@ -39,7 +39,8 @@ class TopBottomCoder(Anonymizer):
 
     Parameters
     ----------
-    columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings, else all).
+    columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings,
+        else every numeric column).
     top, bottom : thresholds (number or ``{column: number}``).
     top_quantile, bottom_quantile : thresholds as quantiles (0..1) of each column, learned by ``fit``.
     top_value, bottom_value : replacement (default: the threshold itself).
@@ -99,6 +100,8 @@ class TopBottomCoder(Anonymizer):
             named = [c for t in (self.top, self.bottom) if isinstance(t, Mapping) for c in t]
             columns = list(dict.fromkeys(named)) or None
         frame, names = frame_columns(X, columns)
+        if columns is None:  # every numeric column (a text column cannot be top coded)
+            names = [c for c in names if frame.schema[c].is_numeric()]
         thresholds: dict[str, tuple[float | None, float | None]] = {}
         for name in names:
             s = frame[name]
