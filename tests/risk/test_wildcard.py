@@ -51,3 +51,11 @@ def test_without_missing_it_is_the_group_size() -> None:
 def test_nan_counts_as_missing() -> None:
     df = pl.DataFrame({"v": [1.0, float("nan"), 2.0]})
     assert wildcard_group_sizes(df).tolist() == [2, 3, 2]
+
+
+def test_wide_keys_take_the_pairwise_kernel() -> None:
+    rng = np.random.default_rng(5)
+    codes = rng.integers(-1, 10, size=(60, 20)).astype(np.int32)  # 10^20 key values: no 62-bit packing
+    codes[:30] = codes[30:]  # some groups
+    rows = [tuple(None if v < 0 else int(v) for v in r) for r in codes]
+    assert wildcard_sizes(codes).tolist() == _brute(rows)

@@ -13,7 +13,8 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, as_narwhals, check_columns
 
 MAX_PATTERNS = 1024
-"""Up to this many distinct missing patterns the pattern-pair kernel runs; beyond, the pairwise one."""
+"""Up to this many distinct missing patterns the pattern-pair kernel runs; beyond, whichever of the
+two kernels costs fewer operations."""
 
 
 def key_codes(data: DataSource, columns: Sequence[str] | str | None) -> tuple[NDArray[np.int32], list[str]]:
@@ -119,7 +120,9 @@ def wildcard_sizes(codes: NDArray[np.int32]) -> NDArray[np.int64]:
         missing = codes < 0
         bits = (missing.astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1)
         patterns, inverse = np.unique(bits, return_inverse=True)
-        if patterns.shape[0] <= MAX_PATTERNS:
+        n_pat = patterns.shape[0]
+        pattern_cost = n_pat * n * (2.0 * p + np.log2(n + 1))  # pairs of patterns, keys and sorts
+        if n_pat <= MAX_PATTERNS or pattern_cost < n * n * p / 2.0:
             order = np.argsort(inverse, kind="stable").astype(np.int64)
             starts = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=patterns.shape[0]))])
             radix = np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
@@ -149,9 +152,9 @@ def wildcard_group_sizes(data: DataSource, columns: Sequence[str] | str | None =
     -----
     Records are grouped by their pattern of missing keys; for each pair of patterns (A, B) the
     records of B are matched with those of A on the keys missing in neither, by sorting integer
-    keys. Time O(P^2 + P n log n) for P distinct patterns, memory O(n p). With more than
-    1024 patterns, or keys too many to pack in 62 bits, a pairwise kernel runs instead
-    (time O(n^2 p), memory O(n p)).
+    keys. Time O(P n (p + log n)) for P distinct patterns, memory O(n p). With more than
+    1024 patterns and a pairwise scan cheaper, or keys too many to pack in 62 bits, a pairwise
+    kernel runs instead (time O(n^2 p), memory O(n p)).
 
     See Also
     --------
