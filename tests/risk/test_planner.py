@@ -6,6 +6,7 @@ import itertools
 import warnings
 
 import numpy as np
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -110,3 +111,138 @@ def test_huge_k_is_refused_as_too_large_not_wrapped(k: object) -> None:
     m = Marginals.from_counts({"a": {"x": 10, "y": 5}})
     with pytest.raises(InfeasibleError, match="is larger than the 15 users"):
         plan_release(m, k=k, budget=0.05)  # type: ignore[arg-type]
+
+
+# --- the recoding lattice (issue 12) ---------------------------------------------------------------
+
+def _wildcard_min_recount(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
+    """Wildcard group sizes recounted independently: distinct rows compared in numpy blocks."""
+    rows = frame.select(keys).rows()
+    distinct: dict[tuple[object, ...], int] = {}
+    for r in rows:
+        distinct[r] = distinct.get(r, 0) + 1
+    items = list(distinct)
+    weight = np.array([distinct[r] for r in items])
+    # integer codes, -1 for missing, per column
+    codes = np.empty((len(items), len(keys)), dtype=np.int64)
+    for j in range(len(keys)):
+        labels = {v: i for i, v in enumerate({r[j] for r in items if r[j] is not None})}
+        codes[:, j] = [-1 if r[j] is None else labels[r[j]] for r in items]
+    sizes = np.empty(len(items), dtype=np.int64)
+    for start in range(0, len(items), 256):
+        block = codes[start : start + 256, None, :]
+        ok = (block < 0) | (codes[None, :, :] < 0) | (block == codes[None, :, :])
+        sizes[start : start + 256] = (ok.all(axis=2) * weight[None, :]).sum(axis=1)
+    return np.repeat(sizes, weight)
+
+
+def test_lattice_plan_on_adult_keeps_all_columns() -> None:
+
+    from sdckit.datasets import ADULT_QUASI_IDENTIFIERS, load_adult_hierarchies
+
+    adult = load_adult()
+    keys = list(ADULT_QUASI_IDENTIFIERS)
+    m = Marginals.from_data(adult, keys)
+    plan = plan_release(
+        m, k=5, budget=0.05, hierarchies=load_adult_hierarchies(), data=adult, suppression=0.2, withhold=False
+    )
+    assert plan.columns == tuple(keys)
+    assert not plan.excluded
+    hs = load_adult_hierarchies()
+    for c in keys:
+        assert plan.levels[c] < hs[c].n_levels  # never the one-label top: every column keeps detail
+    assert plan.n_evaluated < plan.n_nodes  # the pruning pruned
+    release = plan.apply(adult)
+    assert isinstance(release, pl.DataFrame)
+    for c in keys:
+        assert release[c].drop_nulls().n_unique() > 1
+    # recount on the written release: recoded labels, suppressed cells, wildcard groups
+    assert sum(release[c].null_count() for c in keys) == plan.n_suppressed
+    sizes = _wildcard_min_recount(release, keys)
+    assert np.mean(sizes < 5) <= plan.budget
+    assert plan.exposure == np.mean(sizes < 5)
+    other = [c for c in adult.columns if c not in keys]
+    assert release.select(other).equals(adult.select(other))
+
+
+def _random_table(rng: np.random.Generator, n: int) -> pl.DataFrame:
+
+    return pl.DataFrame(
+        {
+            "a": rng.integers(0, 12, n).tolist(),
+            "b": rng.choice(["x", "y", "z", "w"], n, p=[0.55, 0.3, 0.1, 0.05]).tolist(),
+            "c": rng.integers(0, 3, n).tolist(),
+        }
+    )
+
+
+def _hierarchies() -> dict[str, object]:
+    from sdckit.anonymize import Hierarchy
+
+    return {
+        "a": Hierarchy.from_rows([[v, f"{v // 3}", f"{v // 6}", "*"] for v in range(12)]),
+        "b": Hierarchy.from_rows([["x", "x", "*"], ["y", "yzw", "*"], ["z", "yzw", "*"], ["w", "yzw", "*"]]),
+    }
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lattice_bound_from_marginals_is_sound_at_every_node(seed: int) -> None:
+    from sdckit.anonymize import recode
+    from sdckit.risk._lattice import column_levels, recoded_counts
+
+    rng = np.random.default_rng(seed)
+    df = _random_table(rng, int(rng.integers(40, 400)))
+    m = Marginals.from_data(df, ["a", "b", "c"])
+    hs = _hierarchies()
+    k = int(rng.integers(2, 6))
+    # every node: the bound on the recoded marginals is never below the truth of the recoded table
+    cols = [column_levels(m, c, hs.get(c)) for c in ("a", "b", "c")]
+    for node in itertools.product(*[range(c.top + 1) for c in cols]):
+        counts = {c.name: recoded_counts(m, c, lvl) for c, lvl in zip(cols, node, strict=True)}
+        rules = {c.name: {"mapping": {str(v): lab for v, lab in c.labels[lvl].items()}}
+                 for c, lvl in zip(cols, node, strict=True) if lvl > 0}
+        truth_table = recode(df, rules) if rules else df
+        truth = float(np.mean(_wildcard_min_recount(truth_table, ["a", "b", "c"]) < k))
+        bound = joint_exposure_bound(Marginals.from_counts(counts), k=k)
+        assert bound >= truth - 1e-12
+    # and the plan's own bound covers its release
+    plan = plan_release(m, k=k, budget=0.1, hierarchies=hs)
+    release = plan.apply(df)
+    truth = float(np.mean(_wildcard_min_recount(release, list(plan.columns)) < k)) if plan.columns else 0.0
+    assert truth <= plan.bound <= 0.1
+
+
+def test_lattice_search_is_the_least_loss_node() -> None:
+    from sdckit.risk._lattice import DataExposure, column_levels, column_loss, label_codes
+
+    rng = np.random.default_rng(11)
+    df = _random_table(rng, 300)
+    m = Marginals.from_data(df, ["a", "b", "c"])
+    hs = _hierarchies()
+    plan = plan_release(m, k=4, budget=0.05, hierarchies=hs, data=df)
+    cols = [column_levels(m, c, hs.get(c)) for c in ("a", "b", "c")]
+    losses = [column_loss(m, c, "entropy") for c in cols]
+    measure = DataExposure(np.column_stack([
+        [list(m.values[c.name]).index(v) for v in df[c.name].to_list()] for c in cols]), label_codes(cols, m), 4)
+    best = min(
+        (sum(losses[j][lvl] for j, lvl in enumerate(node)) / 3, node)
+        for node in itertools.product(*[range(c.top + 1) for c in cols])
+        if measure(node) <= 0.05
+    )
+    assert plan.loss == pytest.approx(best[0])
+    release = plan.apply(df)
+    assert plan.exposure == pytest.approx(float(np.mean(_wildcard_min_recount(release, list(plan.columns)) < 4)))
+
+
+def test_lattice_errors_and_json() -> None:
+    m = Marginals.from_counts({"a": [3, 7], "b": [5, 5]})
+    with pytest.raises(ParameterError, match="needs the table"):
+        plan_release(m, k=2, budget=0.1, suppression=0.1)
+    with pytest.raises(ParameterError, match="fixed setting only"):
+        plan_release(m, k=2, budget=0.1, hierarchies={}, setting="statistical", n_release=10)
+    with pytest.raises(ColumnNotFoundError):
+        plan_release(m, k=2, budget=0.1, hierarchies={"zz": "adult:age"})
+    plan = plan_release(m, k=2, budget=0.0, data=None, hierarchies={})
+    d = plan.to_dict()
+    assert d["search"] == "lattice"
+    assert set(d["levels"]) == {"a", "b"}

@@ -354,8 +354,31 @@ def plan(
         help="Statistical setting: probability (0..1) that the plan's bound fails (default 0.05).",
     ),
     read: Any = None,  # filled by @reads_data
+    hierarchy: list[str] | None = typer.Option(
+        None,
+        "--hierarchy",
+        help="COLUMN=SOURCE (ARX-style CSV or built-in adult:COLUMN), or 'adult' for all built-in Adult "
+        "hierarchies: search recoding levels, not only keep/withhold (repeatable).",
+    ),
+    suppression: float | None = typer.Option(
+        None,
+        "--suppression",
+        help="With DATA: share of records (0..1) local suppression may treat after recoding.",
+    ),
+    keep_all: bool = typer.Option(
+        False, "--keep-all", help="Never withhold a column (or recode it to one value); needs --hierarchy."
+    ),
+    loss: str = typer.Option("entropy", "--loss", help="Recoding loss to minimise: entropy or precision."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="With DATA: write the planned release (recoded, suppressed) here."
+    ),
 ) -> None:
-    """Choose the columns to release so at most --budget of users are in groups smaller than k."""
+    """Choose the columns to release so at most --budget of users are in groups smaller than k.
+
+    With --hierarchy the planner searches recoding levels per column (from the marginals, or with
+    DATA on the counted table itself), and with --suppression it suppresses what recoding leaves.
+    """
+    from sdckit.cli.anonymize import _pairs
     from sdckit.risk import Marginals, plan_release
 
     if (data is None) == (from_marginals is None):
@@ -371,27 +394,72 @@ def plan(
             "users and its bound always holds",
             param_hint="--setting",
         )
+    if loss not in ("entropy", "precision"):
+        raise typer.BadParameter(f"{loss!r}: use entropy or precision", param_hint="--loss")
+    hier: dict[str, str] = {}
+    for item in hierarchy or []:
+        if item.strip() == "adult":
+            from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS
+
+            hier |= {c: f"adult:{c}" for c in ADULT_HIERARCHY_COLUMNS}
+        else:
+            hier |= _pairs([item], "--hierarchy")
+    lattice = bool(hier) or suppression is not None or keep_all
+    if (suppression is not None or out is not None) and data is None:
+        raise typer.BadParameter("--suppression and --out need DATA (the joint records)", param_hint="--suppression")
+    if keep_all and not hier:
+        raise typer.BadParameter("--keep-all needs --hierarchy (else the only level is raw)", param_hint="--keep-all")
     cols = parse_columns(columns)
     if cols is None and data is not None:
         cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read)
+    frame = None
     if from_marginals is not None:
         marg = _read_marginals(from_marginals)
         source = from_marginals.name
     else:
         assert data is not None
-        marg = Marginals.from_data(data_source(data, read), cols, missing=cast("MissingPolicy", missing))
+        if lattice:
+            frame = read_table(data, read)[0]
+            if missing == "drop":
+                frame = frame.drop_nulls(cols)
+        marg = Marginals.from_data(frame if frame is not None else data_source(data, read), cols, missing=cast("MissingPolicy", missing))
         source = data.name
-    result = plan_release(
-        marg,
-        k=k,
-        budget=budget,
-        weights=_parse_weights(weights),
-        method=cast("BoundMethod", method),
-        columns=cols,
-        setting=cast("Setting", setting),
-        n_release=n_release,
-        delta=0.05 if delta is None else delta,
-    )
+    if lattice and cols is None:
+        cols = list(marg.columns)
+    if lattice:
+        hier = {c: h for c, h in hier.items() if c in (cols or marg.columns)}
+    if out is not None:
+        from sdckit._io import check_output_path
+
+        check_output_path(out, inputs=[data] if data else [])
+    lattice_kw: dict[str, Any] = {}
+
+    with progress("searching the recoding lattice", quiet=as_json or not lattice) as advance:
+        if lattice:
+            lattice_kw = {
+                "hierarchies": hier,
+                "data": frame,
+                "suppression": suppression,
+                "withhold": not keep_all,
+                "loss": loss,
+                "progress": lambda _: advance(),
+            }
+        result = plan_release(
+            marg,
+            k=k,
+            budget=budget,
+            weights=_parse_weights(weights),
+            method=cast("BoundMethod", method),
+            columns=cols,
+            setting=cast("Setting", setting),
+            n_release=n_release,
+            delta=0.05 if delta is None else delta,
+            **lattice_kw,
+        )
+    if out is not None:
+        from sdckit._io import write_table
+
+        write_table(result.apply(frame), out)
     if report is not None:
         from sdckit.report._risk import plan_section
 
@@ -415,6 +483,22 @@ def plan(
     stdout.print(
         f"Release: [bold green]{shown}[/]  (bound {_pct(result.bound)}, {result.method}, {result.search} search)"
     )
+    if result.search == "lattice":
+        lv = Table("column", "level", title=f"recoding ({result.n_evaluated:,} of {result.n_nodes:,} nodes evaluated)")
+        for c, level in result.levels.items():
+            lv.add_row(c, str(level) + ("" if c in result.columns else " (withheld)"))
+        stdout.print(lv)
+        stdout.print(
+            f"loss {result.loss:.4g} ({result.loss_measure} + share of cells suppressed); "
+            f"{result.n_suppressed:,} cells suppressed"
+            + (
+                f"; exposure of the release (missing matches any value) {_pct(result.exposure)}"
+                if result.exposure is not None
+                else ""
+            )
+        )
+        if out is not None:
+            stdout.print(f"release written to {out}")
     if result.excluded:
         tbl = Table("excluded column", "why")
         for c, why in result.excluded.items():

@@ -26,6 +26,7 @@ from sdckit.risk._statistical import (
 from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._suda import Suda2Result, SudaMissing, suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
+from sdckit.risk._wildcard import wildcard_group_sizes
 
 __all__ = [
     "REDACTED",
@@ -69,4 +70,5 @@ __all__ = [
     "statistical_exposure",
     "statistical_exposure_bound",
     "suda2",
+    "wildcard_group_sizes",
 ]

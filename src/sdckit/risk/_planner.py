@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
 from sdckit.risk._bounds import _bound
 from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
+from sdckit.risk._lattice import (
+    DataExposure,
+    LossMeasure,
+    check_loss,
+    column_levels,
+    column_loss,
+    label_codes,
+    recoded_counts,
+    search_lattice,
+)
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._statistical_bound import _statistical_bound, check_delta, check_n_release
 
-SearchKind = Literal["exact", "greedy"]
+SearchKind = Literal["exact", "greedy", "lattice"]
 Setting = Literal["fixed", "statistical"]
 """``"fixed"``: the release is the very table whose marginals were counted (anonymity notes §2);
 ``"statistical"``: the counts come from a sample and the release is a fresh sample (§3, §5)."""
@@ -61,6 +72,47 @@ class ReleasePlan:
     delta: float | None = None
     """Statistical setting: probability (0..1) that the bound of the chosen columns fails, over the
     draw of the sample, whichever columns were chosen; None in the fixed setting (no failure)."""
+    levels: Mapping[str, int] = field(default_factory=dict)
+    """Lattice search: the recoding level of each candidate column (0 = raw; a column without a
+    hierarchy has 0 or 1 = withheld). Empty for the keep/withhold search."""
+    recodings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Lattice search: the :class:`~sdckit.anonymize.GlobalRecoder` rule of each recoded column,
+    ``{"mapping": {value: label}}`` (JSON-able, self-contained)."""
+    loss: float | None = None
+    """Information loss of the plan (0..1): the recoding loss ``loss_measure`` averaged with the
+    column weights, plus the share of key cells suppressed."""
+    loss_measure: str | None = None
+    """``"entropy"`` (non-uniform entropy) or ``"precision"``; None for the keep/withhold search."""
+    suppressed: Mapping[str, int] = field(default_factory=dict)
+    """Cells local suppression sets to missing in each released column (data given only)."""
+    n_suppressed: int = 0
+    """Total cells suppressed."""
+    exposure: float | None = None
+    """Data given: the share of records in groups smaller than k in the release itself (recoded and
+    suppressed), a missing cell matching any value; None when planned from marginals alone."""
+    n_nodes: int = 0
+    """Nodes of the recoding lattice (product over columns of levels + 1)."""
+    n_evaluated: int = 0
+    """Nodes whose exposure was computed (the others were pruned)."""
+
+    def apply(self, data: Any) -> Any:
+        """The release this plan describes: columns kept, recoded, then locally suppressed to k.
+
+        Withheld columns are dropped; the recodings are those of :attr:`recodings`; local
+        suppression (when the plan suppresses cells) is deterministic, so it suppresses the cells
+        counted in :attr:`suppressed`. Same frame type out.
+        """
+        from sdckit.anonymize import GlobalRecoder, LocalSuppressor
+        from sdckit.anonymize._base import eager_frame
+
+        frame = eager_frame(data)
+        withheld = [c for c in self.excluded if c in frame.columns]
+        out = frame.drop(withheld).to_native() if withheld else frame.to_native()
+        if self.recodings:
+            out = GlobalRecoder(rules={c: dict(r) for c, r in self.recodings.items()}).fit_transform(out)
+        if self.n_suppressed:
+            out = LocalSuppressor(k=self.k, columns=list(self.columns)).fit_transform(out)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form with stable keys (``budget`` and ``bound`` are shares of users)."""
@@ -77,6 +129,15 @@ class ReleasePlan:
             "setting": self.setting,
             "n_release": self.n_release,
             "delta": self.delta,
+            "levels": dict(self.levels),
+            "recodings": {c: dict(r) for c, r in self.recodings.items()},
+            "loss": self.loss,
+            "loss_measure": self.loss_measure,
+            "suppressed": dict(self.suppressed),
+            "n_suppressed": self.n_suppressed,
+            "exposure": self.exposure,
+            "n_nodes": self.n_nodes,
+            "n_evaluated": self.n_evaluated,
         }
 
 
@@ -142,6 +203,12 @@ def plan_release(
     setting: Setting = "fixed",
     n_release: int | None = None,
     delta: float = 0.05,
+    hierarchies: Mapping[str, Any] | None = None,
+    data: Any = None,
+    suppression: float | None = None,
+    loss: LossMeasure = "entropy",
+    withhold: bool = True,
+    progress: Callable[[int], None] | None = None,
 ) -> ReleasePlan:
     """Choose the columns to release: the largest total weight whose exposure bound at k is <= budget.
 
@@ -168,6 +235,21 @@ def plan_release(
     n_release : users in the fresh release (statistical setting only, required there).
     delta : statistical setting: probability (0..1, exclusive) that the plan's bound fails, over the
         draw of the sample. Ignored in the fixed setting, whose bound always holds.
+    hierarchies : ``{column: hierarchy}`` (a :class:`~sdckit.anonymize.Hierarchy`, a CSV path, or a
+        built-in name such as ``"adult:age"``): search recoding levels instead of keep/withhold
+        (see Notes). Columns without one keep the choice raw / withheld.
+    data : the table itself (fixed setting). With it, each node's exposure is counted exactly on
+        the recoded table instead of bounded from the marginals, and local suppression is possible.
+    suppression : with ``data``: the share of records (0..1) local suppression may treat. A node
+        whose exposure is at most ``max(budget, suppression)`` is acceptable; when its exposure is
+        over the budget, :class:`~sdckit.anonymize.LocalSuppressor` brings every record to k (a
+        missing cell matching any value) and the plan counts the cells.
+    loss : the recoding loss the lattice search minimises: ``"entropy"`` (default, non-uniform
+        entropy normalised per column) or ``"precision"`` (level / top level).
+    withhold : whether the lattice may withhold a column (its top level, one label for everyone, or
+        level 1 of a column without a hierarchy). With ``withhold=False`` every column is released
+        with at least two labels; pair it with ``suppression`` for what recoding leaves exposed.
+    progress : called with the number of nodes evaluated so far (for a progress bar).
 
     Returns
     -------
@@ -188,6 +270,15 @@ def plan_release(
     is also cut when even adding every remaining column cannot beat the best weight found. Beyond
     20 columns, greedy: repeatedly add the heaviest column that keeps the bound within budget.
     Every returned plan has its bound checked, whatever the search.
+
+    With ``hierarchies`` or ``data`` the search runs over the lattice of recoding levels (one level
+    per column, 0 = raw up to the top): nodes in ascending loss, Flash-style pruning (a node over
+    the budget makes all its specialisations over it; a node within it makes all its
+    generalisations within it, at more loss), the first acceptable node wins. From marginals alone
+    a node's bound is the bound ``method`` on the recoded marginals (recoding maps single-column
+    counts to single-column counts), so it stays a sound bound on the recoded release. With
+    ``suppression`` the best three acceptable nodes are suppressed and the one with the least
+    total loss (recoding loss + share of key cells suppressed) is chosen.
 
     Examples
     --------
@@ -217,22 +308,31 @@ def plan_release(
             f"n_release={n_release!r} is only for setting='statistical'; in the fixed setting the release is "
             "the counted users."
         )
+    if hierarchies is not None or data is not None or suppression is not None:
+        if statistical:
+            raise ParameterError(
+                "the recoding lattice plans in the fixed setting only; drop hierarchies/data/suppression or "
+                "use setting='fixed'."
+            )
+        return _plan_lattice(
+            marginals,
+            k=int(check_k(k)),
+            budget=check_budget(budget),
+            weights=weights,
+            method=method,
+            columns=columns,
+            hierarchies=hierarchies or {},
+            data=data,
+            suppression=suppression,
+            loss=check_loss(loss),
+            withhold=bool(withhold),
+            progress=progress,
+        )
     k_int = int(check_k(k))
     b = check_budget(budget)
     n_rel = check_n_release(n_release) if statistical else None
     dlt = check_delta(delta) if statistical else None
-    cands = list(marginals.columns if columns is None else columns)
-    for c in cands:
-        if c not in marginals.counts:
-            raise ColumnNotFoundError(str(c), marginals.columns)
-    w: dict[str, float] = {c: 1.0 for c in cands}
-    if weights is not None:
-        for c, v in weights.items():
-            if c not in w:
-                raise ColumnNotFoundError(str(c), cands)
-            if not np.isfinite(v) or v < 0:
-                raise ParameterError(f"weight of column {c!r} is {v!r}; weights are finite and >= 0.")
-            w[c] = float(v)
+    cands, w = _candidates(marginals, columns, weights)
     n = marginals.n
     thr = k_int - 1
     n_users = n_rel if n_rel is not None else n
@@ -287,6 +387,24 @@ def plan_release(
     )
 
 
+def _candidates(
+    marginals: Marginals, columns: Sequence[str] | None, weights: Mapping[str, float] | None
+) -> tuple[list[str], dict[str, float]]:
+    """The candidate columns (checked) and their weights (default 1, finite and >= 0)."""
+    cands = list(marginals.columns if columns is None else columns)
+    for c in cands:
+        if c not in marginals.counts:
+            raise ColumnNotFoundError(str(c), marginals.columns)
+    w: dict[str, float] = {c: 1.0 for c in cands}
+    for c, v in (weights or {}).items():
+        if c not in w:
+            raise ColumnNotFoundError(str(c), cands)
+        if not np.isfinite(v) or v < 0:
+            raise ParameterError(f"weight of column {c!r} is {v!r}; weights are finite and >= 0.")
+        w[c] = float(v)
+    return cands, w
+
+
 def _exact(cands: list[str], w: Mapping[str, float], evaluate: _Evaluator, budget: float) -> list[str]:
     suffix = np.concatenate([np.cumsum([w[c] for c in cands][::-1])[::-1], [0.0]])
     best: list[Any] = [-1.0, np.inf, []]  # weight, bound, columns
@@ -319,3 +437,180 @@ def _greedy(cands: list[str], w: Mapping[str, float], evaluate: _Evaluator, budg
         chosen.append(c)
         left.remove(c)
     return chosen
+
+
+MAX_LATTICE_NODES = 2_000_000
+"""The lattice search refuses more nodes than this (give fewer levels or fewer columns)."""
+
+
+def _plan_lattice(
+    marginals: Marginals,
+    *,
+    k: int,
+    budget: float,
+    weights: Mapping[str, float] | None,
+    method: str,
+    columns: Sequence[str] | None,
+    hierarchies: Mapping[str, Any],
+    data: Any,
+    suppression: float | None,
+    loss: str,
+    withhold: bool,
+    progress: Callable[[int], None] | None,
+) -> ReleasePlan:
+    """The lattice planner (see :func:`plan_release`, Notes)."""
+    from sdckit.anonymize._hierarchy import as_hierarchy
+
+    cands, w = _candidates(marginals, columns, weights)
+    for c in hierarchies:
+        if c not in cands:
+            raise ColumnNotFoundError(str(c), cands)
+    if suppression is not None:
+        if data is None:
+            raise ParameterError(
+                "suppression needs the table (local suppression works on the joint records): pass data=..."
+            )
+        if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or not 0 <= suppression <= 1:
+            raise ParameterError(f"suppression={suppression!r} must be a share of records between 0 and 1, e.g. 0.05.")
+    n = marginals.n
+    if n < k:
+        raise InfeasibleError(f"k={k} is larger than the {n:,} users: nobody can be in a group of k. Lower k.")
+    cols = [column_levels(marginals, c, as_hierarchy(hierarchies[c], c) if c in hierarchies else None) for c in cands]
+    if not withhold:
+        cols = [_without_withholding(c) for c in cols]
+    n_nodes = int(np.prod([c.top + 1 for c in cols], dtype=np.float64))
+    if n_nodes > MAX_LATTICE_NODES:
+        raise ParameterError(
+            f"the recoding lattice has {n_nodes:,} nodes (more than {MAX_LATTICE_NODES:,}); plan fewer columns or "
+            "give hierarchies with fewer levels."
+        )
+    losses = [column_loss(marginals, c, loss) for c in cols]
+    recoded_cache: dict[tuple[str, int], dict[Any, int]] = {}
+
+    def node_marginals(node: tuple[int, ...]) -> Marginals:
+        counts = {}
+        for col, lvl in zip(cols, node, strict=True):
+            if (col.name, lvl) not in recoded_cache:
+                recoded_cache[(col.name, lvl)] = recoded_counts(marginals, col, lvl)
+            counts[col.name] = recoded_cache[(col.name, lvl)]
+        return Marginals.from_counts(counts)
+
+    def node_bound(node: tuple[int, ...], cap: float | None = budget) -> float:
+        m = node_marginals(node)
+        keep = [c for c in m.columns if m.counts[c].size > 1]  # a one-value column splits no group
+        return float(_bound(m.select(keep), np.asarray(k - 1), method, cap)) if keep else float(n < k)
+
+    measure: DataExposure | None = None
+    if data is not None:
+        measure = DataExposure(_data_codes(data, marginals, cands), label_codes(cols, marginals), k)
+        evaluate: Callable[[tuple[int, ...]], float] = measure
+        limit = max(budget, suppression or 0.0)
+    else:
+        evaluate = node_bound
+        limit = budget
+    keep_n = 3 if suppression else 1
+    try:
+        result = search_lattice(cols, losses, [w[c] for c in cands], evaluate, limit, keep=keep_n, progress=progress)
+    except InfeasibleError:
+        what = "exposure" if measure is not None else "bound"
+        raise InfeasibleError(
+            f"no recoding of {', '.join(cands)} has {what} <= {limit:g} at k={k}"
+            + (" without withholding a column" if not withhold else "")
+            + "; allow withholding, give coarser hierarchies, raise the budget"
+            + (" or the suppression share." if measure is not None else ", or plan with data= and suppression=.")
+        ) from None
+    chosen = result.feasible[0]
+    suppressed: dict[str, int] = {}
+    released_exposure: float | None = result.exposure if measure is not None else None
+    if measure is not None and suppression:
+        best_total = np.inf
+        for node_loss, node, node_exposure in result.feasible:
+            if node_exposure <= budget:
+                total, cells = node_loss, {}
+            else:
+                cells = _suppression_cells(measure, node, cands, k)
+                total = node_loss + sum(cells.values()) / (n * len(cands))
+            if total < best_total:
+                best_total, chosen, suppressed = total, (node_loss, node, node_exposure), cells
+        if suppressed:
+            released_exposure = 0.0  # every record reaches k, a missing cell matching any value
+    levels = {c.name: lvl for c, lvl in zip(cols, chosen[1], strict=True)}
+    # a column recoded to one label (its top, or withheld without a hierarchy) is not released
+    released = [c.name for c in cols if len(set(c.labels[levels[c.name]].values())) > 1 or levels[c.name] == 0]
+    recodings: dict[str, dict[str, Any]] = {}
+    for col in cols:
+        lvl = levels[col.name]
+        if col.name in released and lvl > 0:
+            recodings[col.name] = {
+                "mapping": {("null" if v is None else str(v)): lab for v, lab in col.labels[lvl].items()}
+            }
+    bound = node_bound(chosen[1], None) if measure is None else float(released_exposure or 0.0)
+    excluded = {
+        c: "withheld (recoded to one value): the least-loss acceptable node of the recoding lattice"
+        for c in cands
+        if c not in released
+    }
+    n_supp = int(sum(suppressed.values()))
+    total_loss = chosen[0] + (n_supp / (n * len(cands)) if cands else 0.0)
+    return ReleasePlan(
+        columns=tuple(c for c in marginals.columns if c in released),
+        k=k,
+        budget=budget,
+        bound=bound,
+        method=method if measure is None else "exact",
+        excluded=excluded,
+        weight=float(sum(w[c] for c in released)),
+        n=n,
+        search="lattice",
+        setting="fixed",
+        levels=levels,
+        recodings=recodings,
+        loss=float(total_loss),
+        loss_measure=loss,
+        suppressed=suppressed,
+        n_suppressed=n_supp,
+        exposure=released_exposure,
+        n_nodes=result.n_nodes,
+        n_evaluated=result.n_evaluated,
+    )
+
+
+def _without_withholding(col: Any) -> Any:
+    """The column's levels without those that give everyone one label (kept: at least level 0)."""
+    from dataclasses import replace
+
+    keep = [lv for i, lv in enumerate(col.labels) if i == 0 or len(set(lv.values())) > 1 or len(lv) <= 1]
+    return replace(col, labels=tuple(keep), hierarchy=col.hierarchy if col.hierarchy is not None else False)
+
+
+def _data_codes(data: Any, marginals: Marginals, columns: Sequence[str]) -> NDArray[np.int64]:
+    """Each record's value of each column as its index in the marginals' values (checked to match)."""
+    from sdckit.anonymize._base import frame_columns
+
+    frame, names = frame_columns(data, list(columns))
+    if len(frame) != marginals.n:
+        raise ParameterError(
+            f"data has {len(frame):,} records but the marginals count {marginals.n:,}; plan with the marginals "
+            "of this very table (Marginals.from_data(data, columns))."
+        )
+    out = np.empty((len(frame), len(names)), dtype=np.int64)
+    for j, name in enumerate(names):
+        index = {v: i for i, v in enumerate(marginals.values[name])}
+        try:
+            out[:, j] = [index[v] for v in frame[name].to_list()]
+        except KeyError as err:
+            raise ParameterError(
+                f"column {name!r}: value {err.args[0]!r} of the data is not in the marginals; count the marginals "
+                "of this very table."
+            ) from None
+    return out
+
+
+def _suppression_cells(measure: DataExposure, node: tuple[int, ...], columns: Sequence[str], k: int) -> dict[str, int]:
+    """Cells per column that local suppression to k removes from the node's recoded table."""
+    from sdckit.anonymize._suppress import suppress_to_k
+
+    rec = measure.recoded(node)
+    varied = [j for j in range(rec.shape[1]) if node[j] == 0 or rec[:, j].max() > 0]  # the released columns
+    lost = suppress_to_k(np.ascontiguousarray(rec[:, varied]).astype(np.int32), k).sum(axis=0)
+    return {columns[j]: int(x) for j, x in zip(varied, lost, strict=True) if x}

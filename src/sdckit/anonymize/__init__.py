@@ -1,0 +1,34 @@
+"""Anonymisation methods for microdata: recoding, top/bottom coding, local suppression, PRAM.
+
+Each method is an estimator (constructor stores JSON-able keyword parameters, ``fit`` learns,
+``transform`` returns the same frame type with the other columns untouched) that records what it
+changed in ``changes_``: per column, cells changed and values merged.
+
+* :class:`GlobalRecoder` / :func:`recode`: intervals for numbers, mappings or hierarchy levels
+  for categories (:class:`Hierarchy`, :func:`adult_hierarchies`);
+* :class:`TopBottomCoder`: values beyond a threshold or quantile become the threshold or a label;
+* :class:`LocalSuppressor` / :func:`local_suppression`: the fewest key cells set to missing so that
+  every record is k-anonymous, a missing cell matching any value (:func:`wildcard_group_sizes`);
+* :class:`PRAM`: post-randomisation of categorical columns (invariant or a user matrix).
+"""
+
+from sdckit.anonymize._hierarchy import Hierarchy, adult_hierarchies
+from sdckit.anonymize._pram import PRAM, invariant_matrix
+from sdckit.anonymize._recode import GlobalRecoder, recode
+from sdckit.anonymize._suppress import LocalSuppressor, local_suppression, redaction_allowance
+from sdckit.anonymize._topcode import TopBottomCoder
+from sdckit.risk._wildcard import wildcard_group_sizes
+
+__all__ = [
+    "PRAM",
+    "GlobalRecoder",
+    "Hierarchy",
+    "LocalSuppressor",
+    "TopBottomCoder",
+    "adult_hierarchies",
+    "invariant_matrix",
+    "local_suppression",
+    "recode",
+    "redaction_allowance",
+    "wildcard_group_sizes",
+]

@@ -1,0 +1,220 @@
+"""PRAM: post-randomisation of categorical columns by a Markov transition matrix."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
+import narwhals as nw
+import numpy as np
+from numpy.typing import NDArray
+
+from sdckit._io import DataSource
+from sdckit.anonymize._base import (
+    Anonymizer,
+    change_counts,
+    frame_columns,
+    from_codes,
+    native_out,
+    text_values,
+)
+from sdckit.errors import InputError, ParameterError
+
+
+def invariant_matrix(counts: NDArray[np.int64], pd: float) -> NDArray[np.float64]:
+    """Invariant transition matrix P = (1 - theta) I + theta 1 pi^T for the value shares pi.
+
+    pi P = (1 - theta) pi + theta pi (sum_i pi_i) = pi, so the expected counts after PRAM equal the
+    counts before. theta = min(1, (1 - pd) / (1 - min_i pi_i)) is the largest perturbation with
+    every diagonal entry p_ii = 1 - theta (1 - pi_i) >= pd.
+    """
+    pi = counts / counts.sum()
+    m = pi.size
+    if m <= 1:
+        return np.ones((m, m))
+    theta = min(1.0, (1.0 - pd) / (1.0 - float(pi.min())))
+    return (1.0 - theta) * np.eye(m) + theta * np.ones((m, 1)) * pi[None, :]
+
+
+class PRAM(Anonymizer):
+    """Post-randomisation: each cell's value is redrawn from row ``P[value]`` of a transition matrix.
+
+    Invariant PRAM (default): P = (1 - theta) I + theta 1 pi^T, pi the column's value shares in the
+    fitted data, so that pi P = pi and the expected value counts after PRAM equal the counts
+    before (as sdcMicro's ``pram``, whose matrices are also invariant); theta is the largest with
+    every diagonal entry >= ``pd`` (:func:`invariant_matrix`). Or a user matrix per column,
+    ``{column: {from_value: {to_value: probability}}}`` (rows sum to 1; values matched by text).
+    Missing cells stay missing. The matrices are published with the release so analysts can
+    correct their estimates (E[counts'] = counts P).
+
+    Parameters
+    ----------
+    columns : the categorical columns (default: all, or those of ``matrix``).
+    pd : smallest probability of keeping a value under invariant PRAM (0..1).
+    matrix : user transition matrices (see above), instead of invariant ones.
+    random_state : seed of the draws (the same seed gives the same release).
+
+    Attributes
+    ----------
+    feature_names_in_ : tuple of str.
+    transition_ : dict, per column ``(values, P)``: the values (list) and the (m, m) matrix.
+    changes_ : dict, per column ``{"cells_changed", "values_merged"}`` on the fitted data.
+
+    References
+    ----------
+    .. [1] Gouweleeuw, J. M., Kooiman, P., Willenborg, L. C. R. J. and de Wolf, P.-P. (1998).
+       Post randomisation for statistical disclosure control: theory and implementation.
+       J. Official Statistics 14(4), 463-478.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"region": ["a"] * 6 + ["b"] * 4})
+    >>> pram = PRAM(pd=0.8, random_state=1).fit(df)
+    >>> pram.transition_["region"][1].round(3).tolist()
+    [[0.867, 0.133], [0.2, 0.8]]
+    """
+
+    def __init__(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        pd: float = 0.8,
+        matrix: Mapping[str, Mapping[Any, Mapping[Any, float]]] | None = None,
+        random_state: int | None = None,
+    ) -> None:
+        self.columns = columns
+        self.pd = pd
+        self.matrix = matrix
+        self.random_state = random_state
+
+    def fit_transform(self, X: DataSource, y: None = None) -> Any:
+        """Fit, then release the very draw whose changes ``changes_`` records (also without a seed)."""
+        self._fit(X)
+        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        drawn = self._draw(frame)
+        self._record(frame, drawn)
+        return self._release(frame, drawn)
+
+    def fit(self, X: DataSource, y: None = None) -> Self:
+        """Build each column's transition matrix and record the changes a draw makes on ``X``.
+
+        With ``random_state=None`` each draw uses fresh OS entropy, so a later ``transform`` gives
+        another draw than the one ``changes_`` describes; :meth:`fit_transform` gives that one.
+        """
+        frame = self._fit(X)
+        self._record(frame, self._draw(frame))
+        return self
+
+    def _record(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> None:
+        self.changes_ = {
+            name: change_counts(text_values(frame[name]), np.array(drawn[name][1], dtype=object))
+            for name in self.feature_names_in_
+        }
+
+    def _fit(self, X: DataSource) -> nw.DataFrame[Any]:
+        if isinstance(self.pd, bool) or not isinstance(self.pd, (int, float)) or not 0 <= self.pd <= 1:
+            raise ParameterError(f"pd={self.pd!r} must be a probability between 0 and 1, e.g. 0.8.")
+        columns = self.columns if self.columns is not None else (list(self.matrix) if self.matrix else None)
+        frame, names = frame_columns(X, columns)
+        transition: dict[str, tuple[list[Any], NDArray[np.float64]]] = {}
+        for name in names:
+            values = text_values(frame[name]).tolist()
+            observed = sorted({v for v in values if v is not None}, key=str)
+            if self.matrix is not None and name in self.matrix:
+                transition[name] = _user_matrix(name, self.matrix[name], observed)
+            else:
+                index = {v: i for i, v in enumerate(observed)}
+                counts = np.bincount([index[v] for v in values if v is not None], minlength=len(observed))
+                transition[name] = (observed, invariant_matrix(counts.astype(np.int64), float(self.pd)))
+        self.transition_ = transition
+        self.feature_names_in_ = tuple(names)
+        return frame
+
+    def _draw(self, frame: nw.DataFrame[Any]) -> dict[str, tuple[NDArray[np.int64], list[Any]]]:
+        rng = np.random.default_rng(self.random_state)
+        out: dict[str, tuple[NDArray[np.int64], list[Any]]] = {}
+        for name in self.feature_names_in_:
+            cats, P = self.transition_[name]
+            index = {str(v): i for i, v in enumerate(cats)}
+            values = text_values(frame[name]).tolist()
+            codes = np.full(len(values), -1, dtype=np.int64)
+            for r, v in enumerate(values):
+                if v is not None:
+                    if str(v) not in index:
+                        raise InputError(
+                            f"column {name!r}: value {v!r} was not seen in fit and has no row in the "
+                            "transition matrix; fit PRAM on this table."
+                        )
+                    codes[r] = index[str(v)]
+            u = rng.random(len(values))
+            new = codes.copy()
+            cum = np.cumsum(P, axis=1)
+            cum[:, -1] = 1.0
+            for c in range(len(cats)):
+                rows = np.flatnonzero(codes == c)
+                if rows.size:
+                    new[rows] = np.minimum(np.searchsorted(cum[c], u[rows], side="right"), len(cats) - 1)
+            after = [None if c < 0 else cats[c] for c in new]
+            out[name] = (new, after)
+        return out
+
+    def transform(self, X: DataSource) -> Any:
+        """Draw the released values of the fitted columns (seeded by ``random_state``)."""
+        self.check_is_fitted("transition_")
+        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        return self._release(frame, self._draw(frame))
+
+    def _release(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> Any:
+        replaced = {}
+        for name, (new, _) in drawn.items():
+            cats = list(self.transition_[name][0])
+            replaced[name] = from_codes(frame, name, np.where(new < 0, len(cats), new), [*cats, None])
+        return native_out(frame, replaced)
+
+
+def _user_matrix(
+    name: str, spec: Mapping[Any, Mapping[Any, float]], observed: list[Any]
+) -> tuple[list[Any], NDArray[np.float64]]:
+    if not isinstance(spec, Mapping) or not all(isinstance(r, Mapping) for r in spec.values()):
+        raise ParameterError(
+            f"column {name!r}: matrix must be {{from_value: {{to_value: probability}}}}, e.g. "
+            "{'a': {'a': 0.9, 'b': 0.1}, 'b': {'b': 1.0}}."
+        )
+    by_text = {str(v): v for v in observed}
+    labels = list(dict.fromkeys([*map(str, observed), *map(str, spec)]))
+    for row in spec.values():
+        labels.extend(str(t) for t in row if str(t) not in labels)
+    missing_rows = [v for v in map(str, observed) if v not in {str(f) for f in spec}]
+    if missing_rows:
+        raise ParameterError(
+            f"column {name!r}: value {missing_rows[0]!r} has no row in the matrix; give every value a row."
+        )
+    m = len(labels)
+    pos = {lab: i for i, lab in enumerate(labels)}
+    P = np.eye(m)
+    for f, row in spec.items():
+        i = pos[str(f)]
+        P[i] = 0.0
+        for t, prob in row.items():
+            if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0 <= prob <= 1:
+                raise ParameterError(f"column {name!r}: P[{f!r}][{t!r}] = {prob!r} is not a probability.")
+            P[i, pos[str(t)]] = float(prob)
+        if abs(P[i].sum() - 1.0) > 1e-9:
+            raise ParameterError(
+                f"column {name!r}: the row of value {f!r} sums to {P[i].sum():.6g}; each row sums to 1."
+            )
+    cats = [by_text.get(lab, _like(lab, observed)) for lab in labels]
+    return cats, P
+
+
+def _like(label: str, observed: list[Any]) -> Any:
+    """A target value not observed, typed like the observed ones (int/float columns)."""
+    sample = observed[0] if observed else label
+    for kind in (int, float):
+        if isinstance(sample, kind) and not isinstance(sample, bool):
+            try:
+                return kind(label)
+            except ValueError:
+                return label
+    return label

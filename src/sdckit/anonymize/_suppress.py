@@ -1,0 +1,287 @@
+"""Local suppression to k-anonymity, a missing cell matching any value (sdcMicro's semantics)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+from numpy.typing import NDArray
+
+from sdckit._io import DataSource
+from sdckit.anonymize._base import Anonymizer, frame_columns, text_values, with_nulls
+from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
+from sdckit.errors import ParameterError
+from sdckit.microagg._base import check_k
+from sdckit.risk._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
+
+__all__ = ["LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
+
+
+def redaction_allowance(
+    n_candidates: int, probability: float, n: int, *, k: int, delta: float
+) -> tuple[float, int]:
+    """Exposure allowance of random redaction: ``(min(1, k D_max / n), D_max)``.
+
+    [derived, as the protocol's decoys] D, the number of redacted cells, is a sum of
+    ``n_candidates`` independent Bernoulli(``probability``) coins with mean mu. Bernstein's
+    inequality gives D <= D_max = ceil(mu + a), a = L/3 + sqrt(L^2/9 + 2 mu L), L = ln(1/delta),
+    with probability >= 1 - delta. A redacted cell moves one record out of its group when missing
+    is read as a value; a group of >= k that falls below k keeps at most k - 1 records, so the
+    share of records in groups smaller than k grows by at most k D / n.
+    """
+    mu = n_candidates * probability
+    if mu <= 0:
+        return 0.0, 0
+    log_term = math.log(1.0 / delta)
+    a = log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * mu * log_term)
+    d_max = min(n_candidates, math.ceil(mu + a))
+    return min(1.0, k * d_max / n), d_max
+
+
+def suppress_to_k(codes: NDArray[np.int32], k: int, rank: NDArray[np.int64] | None = None) -> NDArray[np.bool_]:
+    """The cells (n, p) to suppress so every wildcard group has >= k records (see :class:`LocalSuppressor`).
+
+    ``codes`` are integer codes, -1 for a missing cell; ``rank[j]`` the preference of key j (higher is
+    suppressed first; default: the number of distinct values).
+    """
+    _n, p = codes.shape
+    if rank is None:
+        rank = (codes.max(axis=0, initial=-1) + 1).astype(np.int64)
+    top = int(codes.max(initial=0))
+    dtype = np.int16 if top < np.iinfo(np.int16).max else np.int32
+    work = np.ascontiguousarray(codes.T.astype(dtype))
+    orig = work.copy()
+    sizes = wildcard_sizes(codes)
+    unsafe = np.flatnonzero(sizes < k)
+    if unsafe.size:
+        order = unsafe[np.argsort(sizes[unsafe], kind="stable")].astype(np.int64)
+        greedy_suppress(work, sizes, k, order, rank)
+        cells = np.flatnonzero(((work < 0) & (orig >= 0)).T.ravel()).astype(np.int64)
+        by_importance = np.argsort(rank[cells % p], kind="stable")  # important keys first
+        restore_cells(work, orig, sizes, k, cells[by_importance])
+    return np.ascontiguousarray(((work < 0) & (orig >= 0)).T)
+
+
+def _ranks(importance: Any, names: list[str], supports: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Suppression preference per key: higher is suppressed first."""
+    p = len(names)
+    if importance is None:
+        return supports.astype(np.int64)  # more categories: suppressed first (as sdcMicro's default)
+    if isinstance(importance, str) or not isinstance(importance, Sequence):
+        raise ParameterError(
+            f"importance={importance!r}: give the key columns from most to least important, e.g. "
+            f"{names[::-1]!r}, or one number per key (1 = most important, as sdcMicro)."
+        )
+    items = list(importance)
+    if all(isinstance(v, str) for v in items):
+        unknown = [v for v in items if v not in names]
+        if unknown:
+            raise ParameterError(
+                f"importance names {unknown[0]!r}, which is not a key column; keys: {names}."
+            )
+        if len(set(items)) != len(items):
+            raise ParameterError("importance names a column twice; list each key once.")
+        listed = {c: i for i, c in enumerate(items)}
+        # listed keys in order (most important = lowest rank); unlisted ones are suppressed first
+        return np.array(
+            [listed.get(c, p + 1) * 1000 + int(supports[j]) for j, c in enumerate(names)], dtype=np.int64
+        )
+    if len(items) != p or not all(
+        isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items
+    ):
+        raise ParameterError(
+            f"importance={items!r}: give one whole number per key column ({p}), 1 = most important."
+        )
+    return np.asarray(items, dtype=np.int64) * 1000 + supports.astype(np.int64)
+
+
+class LocalSuppressor(Anonymizer):
+    """Local suppression: the fewest key cells set to missing so that every record is k-anonymous.
+
+    A missing cell matches any value (sdcMicro's ``localSuppression`` semantics): records r and s
+    are in each other's group when, for every key j, r_j = s_j or either is missing, and the
+    release is k-anonymous when every record's group (:func:`wildcard_group_sizes`) holds >= k
+    records. Missing cells already in the data count the same way.
+
+    Greedy, records below k taken from the smallest group up: for each, the one cell whose
+    suppression brings its group to k (the least important such key), else the two cells that do,
+    else the cell that adds the most records. Groups only grow when a cell is suppressed, so every
+    record treated stays >= k. A last pass puts back every suppressed cell (most important keys
+    first) whose return keeps all groups >= k.
+
+    With ``random_redaction=p`` (the seed's variant, §8): in each key column that lost cells, every
+    other present cell is also set to missing with the published probability p, so a missing cell
+    does not single out the holder of a rare value. Wildcard groups only grow, so k-anonymity
+    (missing as a wildcard) still holds. Read with missing as a value, the D redacted cells can add
+    at most k D / n to the share of records in groups smaller than k: ``redaction_allowance_`` is
+    that allowance at D_max, the Bernstein bound on D that holds with probability >= 1 - ``delta``
+    (:func:`redaction_allowance`).
+
+    Parameters
+    ----------
+    k : group size every record must reach (>= 1).
+    columns : the key variables (quasi-identifiers); default all columns.
+    importance : which keys to keep: column names from most to least important (unlisted keys
+        are suppressed first), or one number per key, 1 = most important (sdcMicro's
+        ``importance``). Default: keys with more distinct values are suppressed first.
+    random_redaction : probability p (0..1) of redacting the other cells of a column that lost
+        cells; None (default) for none.
+    random_state : seed of the random redaction.
+    delta : failure probability of the redaction allowance (0..1).
+
+    Attributes
+    ----------
+    feature_names_in_ : tuple of str, the key columns.
+    suppressed_ : bool array (n, p), the cells suppressed to reach k.
+    redacted_ : bool array (n, p), the cells redacted at random (all False without redaction).
+    n_suppressed_ : int, cells suppressed (redactions not included).
+    group_sizes_ : int64 array (n,), wildcard group sizes of the release (all >= k).
+    redaction_allowance_ : float, share of records the redaction may add to the exposure with
+        missing read as a value (0 without redaction).
+    changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
+        "cells_redacted"}``.
+
+    Notes
+    -----
+    Each step scans the table once (O(n p), vectorised over records), so the cost is O(S n p) for
+    S suppressed cells, memory O(n p). On sdcMicro's testdata at k = 3 it suppresses 6 cells for
+    the keys urbrur, roof, walls, water, electcon and 177 with relat and sex added (sdcMicro 5.8.1:
+    8 and 293).
+
+    References
+    ----------
+    .. [1] Templ, M., Kowarik, A. and Meindl, B. (2015). Statistical disclosure control for
+       micro-data using the R package sdcMicro. J. Stat. Softw. 67(4) (``localSuppression``).
+    .. [2] The statistical-anonymity seed, §8 (local suppression with random redaction).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"sex": ["f", "f", "m", "m", "m"], "age": [30, 30, 30, 40, 40]})
+    >>> ls = LocalSuppressor(k=2).fit(df)
+    >>> ls.transform(df)["sex"].to_list(), ls.n_suppressed_
+    (['f', 'f', None, 'm', 'm'], 1)
+    """
+
+    def __init__(
+        self,
+        *,
+        k: int = 3,
+        columns: Sequence[str] | None = None,
+        importance: Sequence[str] | Sequence[int] | None = None,
+        random_redaction: float | None = None,
+        random_state: int | None = None,
+        delta: float = 0.05,
+    ) -> None:
+        self.k = k
+        self.columns = columns
+        self.importance = importance
+        self.random_redaction = random_redaction
+        self.random_state = random_state
+        self.delta = delta
+
+    def fit(self, X: DataSource, y: None = None) -> Self:
+        """Decide the cells to suppress (and redact) in ``X``."""
+        k = check_k(self.k)
+        p_red = self.random_redaction
+        if p_red is not None and (
+            isinstance(p_red, bool) or not isinstance(p_red, (int, float)) or not 0 <= p_red <= 1
+        ):
+            raise ParameterError(
+                f"random_redaction={p_red!r} must be a probability between 0 and 1, e.g. 0.05."
+            )
+        if not isinstance(self.delta, (int, float)) or not 0 < self.delta < 1:
+            raise ParameterError(f"delta={self.delta!r} must be strictly between 0 and 1, e.g. 0.05.")
+        frame, names = frame_columns(X, self.columns)
+        n = len(frame)
+        if n < k:
+            raise ParameterError(f"k={k} is larger than the {n} records; no release is k-anonymous. Lower k.")
+        codes = np.empty((len(names), n), dtype=np.int32)
+        for j, name in enumerate(names):
+            codes[j] = column_codes(frame[name])
+        original = codes.copy()
+        supports = (codes.max(axis=1) + 1).astype(np.int64) if n else np.zeros(len(names), np.int64)
+        rank = _ranks(self.importance, names, supports)
+        suppressed = suppress_to_k(np.ascontiguousarray(original.T), k, rank)
+        redacted = np.zeros_like(suppressed)
+        allowance = 0.0
+        if p_red:
+            rng = np.random.default_rng(self.random_state)
+            lost = np.asarray(suppressed.any(axis=0), dtype=bool)
+            candidates = (~suppressed) & (original.T >= 0) & lost[None, :]
+            redacted = candidates & (rng.random(candidates.shape) < p_red)
+            allowance, _ = redaction_allowance(
+                int(candidates.sum()), float(p_red), n, k=k, delta=float(self.delta)
+            )
+        final = np.where(suppressed | redacted, -1, original.T).astype(np.int32)
+        self.group_sizes_ = wildcard_sizes(np.ascontiguousarray(final))
+        self.feature_names_in_ = tuple(names)
+        self.suppressed_ = suppressed
+        self.redacted_ = redacted
+        self.n_suppressed_ = int(suppressed.sum())
+        self.redaction_allowance_ = float(allowance)
+        self.changes_ = {
+            name: {
+                "cells_changed": int(suppressed[:, j].sum() + redacted[:, j].sum()),
+                "values_merged": 0,
+                "cells_suppressed": int(suppressed[:, j].sum()),
+                "cells_redacted": int(redacted[:, j].sum()),
+            }
+            for j, name in enumerate(names)
+        }
+        self.n_rows_ = n
+        self.fingerprint_ = _fingerprint(frame, names)
+        return self
+
+    def transform(self, X: DataSource) -> Any:
+        """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched."""
+        self.check_is_fitted("suppressed_")
+        frame, names = frame_columns(X, list(self.feature_names_in_))
+        if len(frame) != self.n_rows_ or _fingerprint(frame, names) != self.fingerprint_:
+            raise ParameterError(
+                "LocalSuppressor decides cells for the very table it was fitted on, and this is another "
+                "table; call fit_transform(...) on it instead."
+            )
+        masks = {name: self.suppressed_[:, j] | self.redacted_[:, j] for j, name in enumerate(names)}
+        return with_nulls(frame, masks)
+
+
+def _fingerprint(frame: Any, names: Sequence[str]) -> str:
+    """SHA-256 of the key columns' values (as text, missing marked), to recognise the fitted table."""
+    digest = hashlib.sha256()
+    for name in names:
+        for v in text_values(frame[name]).tolist():
+            digest.update(b"\x00" if v is None else str(v).encode() + b"\x1f")
+    return digest.hexdigest()
+
+
+def local_suppression(
+    data: DataSource,
+    columns: Sequence[str] | None = None,
+    *,
+    k: int = 3,
+    importance: Sequence[str] | Sequence[int] | None = None,
+    random_redaction: float | None = None,
+    random_state: int | None = None,
+) -> Any:
+    """Suppress the fewest key cells so that every record is k-anonymous (see :class:`LocalSuppressor`).
+
+    A missing cell matches any value. Returns the same frame type with those cells missing.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"sex": ["f", "f", "m"], "zip": ["1", "1", "1"]})
+    >>> local_suppression(df, ["sex", "zip"], k=3)["sex"].to_list()
+    ['f', 'f', None]
+    """
+    return LocalSuppressor(
+        k=k,
+        columns=columns,
+        importance=importance,
+        random_redaction=random_redaction,
+        random_state=random_state,
+    ).fit_transform(data)

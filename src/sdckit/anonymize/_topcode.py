@@ -1,0 +1,170 @@
+"""Top and bottom coding: values beyond a threshold become the threshold (or a label)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
+import narwhals as nw
+import numpy as np
+
+from sdckit._io import DataSource
+from sdckit.anonymize._base import Anonymizer, change_counts, frame_columns, native_out, text_values
+from sdckit.errors import NonNumericColumnError, ParameterError
+
+Threshold = float | Mapping[str, float] | None
+
+
+def _per_column(value: Any, name: str, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        value = value.get(name)
+        if value is None:
+            return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"column {name!r}: {what}={value!r} must be a number.")
+    if not np.isfinite(value):
+        raise ParameterError(f"column {name!r}: {what}={value!r} must be finite.")
+    return float(value)
+
+
+class TopBottomCoder(Anonymizer):
+    """Top and bottom coding: x > top becomes ``top_value`` (default top), x < bottom ``bottom_value``.
+
+    Thresholds are numbers (one for all columns, or ``{column: number}``) or quantiles of the
+    fitted data (``top_quantile=0.99``: the 99th percentile, numpy's linear interpolation). Values
+    at the threshold are kept. With a text ``top_value`` (e.g. ``">= 100000"``) the column becomes
+    text. Missing cells stay missing.
+
+    Parameters
+    ----------
+    columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings,
+        else every numeric column).
+    top, bottom : thresholds (number or ``{column: number}``).
+    top_quantile, bottom_quantile : thresholds as quantiles (0..1) of each column, learned by ``fit``.
+    top_value, bottom_value : replacement (default: the threshold itself).
+
+    Attributes
+    ----------
+    feature_names_in_ : tuple of str, the coded columns.
+    thresholds_ : dict, per column ``(bottom, top)`` (None where not coded).
+    changes_ : dict, per column ``{"cells_changed", "values_merged", "n_top", "n_bottom"}``.
+
+    References
+    ----------
+    .. [1] Hundepool, A. et al. (2012). Statistical Disclosure Control. Wiley, §3.4.3.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"income": [10, 20, 30, 900]})
+    >>> TopBottomCoder(top=100).fit_transform(df)["income"].to_list()
+    [10, 20, 30, 100]
+    """
+
+    def __init__(
+        self,
+        *,
+        columns: Sequence[str] | None = None,
+        top: Threshold = None,
+        bottom: Threshold = None,
+        top_quantile: float | None = None,
+        bottom_quantile: float | None = None,
+        top_value: float | str | None = None,
+        bottom_value: float | str | None = None,
+    ) -> None:
+        self.columns = columns
+        self.top = top
+        self.bottom = bottom
+        self.top_quantile = top_quantile
+        self.bottom_quantile = bottom_quantile
+        self.top_value = top_value
+        self.bottom_value = bottom_value
+
+    def fit(self, X: DataSource, y: None = None) -> Self:
+        """Learn the thresholds of each column and record the changes on ``X``."""
+        if self.top is not None and self.top_quantile is not None:
+            raise ParameterError("give top or top_quantile, not both.")
+        if self.bottom is not None and self.bottom_quantile is not None:
+            raise ParameterError("give bottom or bottom_quantile, not both.")
+        if all(v is None for v in (self.top, self.bottom, self.top_quantile, self.bottom_quantile)):
+            raise ParameterError(
+                "TopBottomCoder needs a threshold: top, bottom, top_quantile or bottom_quantile."
+            )
+        for q, what in ((self.top_quantile, "top_quantile"), (self.bottom_quantile, "bottom_quantile")):
+            if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 1):
+                raise ParameterError(f"{what}={q!r} must be a share between 0 and 1, e.g. 0.99.")
+        columns = self.columns
+        if columns is None:
+            named = [c for t in (self.top, self.bottom) if isinstance(t, Mapping) for c in t]
+            columns = list(dict.fromkeys(named)) or None
+        frame, names = frame_columns(X, columns)
+        if columns is None:  # every numeric column (a text column cannot be top coded)
+            names = [c for c in names if frame.schema[c].is_numeric()]
+        thresholds: dict[str, tuple[float | None, float | None]] = {}
+        for name in names:
+            s = frame[name]
+            if not s.dtype.is_numeric():
+                raise NonNumericColumnError(name, next(iter(s.drop_nulls().to_list()), None))
+            x = np.asarray(s.cast(nw.Float64).drop_nulls().to_numpy(), dtype=np.float64)
+            x = x[~np.isnan(x)]
+            hi = _per_column(self.top, name, "top")
+            lo = _per_column(self.bottom, name, "bottom")
+            if self.top_quantile is not None and x.size:
+                hi = float(np.quantile(x, self.top_quantile))
+            if self.bottom_quantile is not None and x.size:
+                lo = float(np.quantile(x, self.bottom_quantile))
+            if hi is not None and lo is not None and lo > hi:
+                raise ParameterError(f"column {name!r}: bottom {lo:g} is above top {hi:g}.")
+            thresholds[name] = (lo, hi)
+        self.thresholds_ = thresholds
+        self.feature_names_in_ = tuple(names)
+        self.changes_ = {}
+        for name in names:
+            before = text_values(frame[name])
+            after, n_top, n_bottom = self._apply(name, before)
+            self.changes_[name] = change_counts(before, np.array(after, dtype=object)) | {
+                "n_top": n_top,
+                "n_bottom": n_bottom,
+            }
+        return self
+
+    def _replacement(self, value: float | str | None, threshold: float, integer: bool) -> Any:
+        if value is not None:
+            return value
+        return int(threshold) if integer and float(threshold).is_integer() else threshold
+
+    def _apply(self, name: str, values: Any) -> tuple[list[Any], int, int]:
+        lo, hi = self.thresholds_[name]
+        integer = all(isinstance(v, (int, np.integer)) for v in values if v is not None)
+        out: list[Any] = []
+        n_top = n_bottom = 0
+        for v in values:
+            if v is not None and hi is not None and v > hi:
+                out.append(self._replacement(self.top_value, hi, integer))
+                n_top += 1
+            elif v is not None and lo is not None and v < lo:
+                out.append(self._replacement(self.bottom_value, lo, integer))
+                n_bottom += 1
+            else:
+                out.append(v)
+        return out, n_top, n_bottom
+
+    def transform(self, X: DataSource) -> Any:
+        """Code the fitted columns of ``X``; other columns untouched."""
+        self.check_is_fitted("thresholds_")
+        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        ns = nw.get_native_namespace(frame)
+        replaced = {}
+        for name in self.feature_names_in_:
+            new, _, _ = self._apply(name, text_values(frame[name]))
+            if any(isinstance(v, str) for v in new):
+                text = np.array([None if v is None else str(v) for v in new], dtype=object)
+                replaced[name] = nw.new_series(name, text, dtype=nw.String, backend=ns)
+            else:
+                dtype = frame.schema[name] if not any(isinstance(v, float) for v in new) else nw.Float64
+                if frame.schema[name].is_float():
+                    dtype = frame.schema[name]
+                replaced[name] = nw.new_series(name, new, dtype=dtype, backend=ns)
+        return native_out(frame, replaced)

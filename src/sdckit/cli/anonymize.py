@@ -1,0 +1,249 @@
+"""``sdckit recode``, ``sdckit suppress``, ``sdckit pram``: anonymise microdata, keep every column."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from sdckit._io import check_output_path, read_path, write_table
+from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
+from sdckit.errors import FileNotFoundInputError, UnreadableInputError
+
+_SEED_HELP = (
+    "Seed of the random draws, for tests and reproductions only: whoever knows it can undo the "
+    "randomisation. Omit it for OS entropy."
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``recode``, ``suppress`` and ``pram`` to the root app."""
+    app.command("recode")(recode)
+    app.command("suppress")(suppress)
+    app.command("pram")(pram)
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise typer.BadParameter(f"{item!r}: use COLUMN=VALUE", param_hint=option)
+        if name.strip() in out:
+            raise typer.BadParameter(f"column {name.strip()!r} is given twice", param_hint=option)
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _read_rules(value: str) -> dict[str, Any]:
+    """``--rules``: a JSON object, or a .json / .yaml file holding one."""
+    path = Path(value)
+    text = value
+    if value.lower().endswith((".json", ".yaml", ".yml")):
+        if not path.exists():
+            raise FileNotFoundInputError(value)
+        text = path.read_text(encoding="utf-8")
+    try:
+        if value.lower().endswith((".yaml", ".yml")):
+            import yaml
+
+            rules = yaml.safe_load(text)
+        else:
+            rules = json.loads(text)
+    except (json.JSONDecodeError, ValueError) as err:
+        raise UnreadableInputError(
+            f"cannot read --rules {value[:60]!r}: {err}. Give JSON such as "
+            '\'{"age": {"breaks": [20, 40, 60]}}\' or a .json/.yaml file.'
+        ) from None
+    if not isinstance(rules, dict):
+        raise UnreadableInputError("--rules must be an object {column: rule}.")
+    return rules
+
+
+def _changes_table(changes: dict[str, dict[str, int]], title: str) -> Table:
+    keys = list(next(iter(changes.values())).keys()) if changes else []
+    table = Table("column", *[k.replace("_", " ") for k in keys], title=title)
+    for col, row in changes.items():
+        table.add_row(col, *[f"{row[k]:,}" for k in keys])
+    return table
+
+
+def _finish(payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str) -> None:
+    if out is not None:
+        write_table(release, out)
+    if as_json:
+        print_json(payload)
+        return
+    stdout.print(_changes_table(payload["changes"], title))
+    if out is not None:
+        stdout.print(f"release written to {out}")
+
+
+@handles_errors
+def recode(
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
+    rules: str | None = typer.Option(
+        None,
+        "--rules",
+        help='Rules as JSON, e.g. \'{"age": {"breaks": [20, 40, 60]}}\', or a .json/.yaml file.',
+    ),
+    breaks: list[str] | None = typer.Option(
+        None, "--breaks", help="COLUMN=b1,b2,... numeric intervals [b_i, b_i+1) (repeatable)."
+    ),
+    hierarchy: list[str] | None = typer.Option(
+        None,
+        "--hierarchy",
+        help="COLUMN=SOURCE: an ARX-style CSV or a built-in name such as adult:age (repeatable).",
+    ),
+    level: list[str] | None = typer.Option(
+        None, "--level", help="COLUMN=L, the hierarchy level (default 1)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Global recoding: numbers into intervals, categories by a mapping or a hierarchy level."""
+    from sdckit.anonymize import GlobalRecoder
+
+    spec: dict[str, Any] = _read_rules(rules) if rules else {}
+    for col, text in _pairs(breaks, "--breaks").items():
+        try:
+            spec[col] = {"breaks": [float(b) for b in text.split(",") if b.strip()]}
+        except ValueError:
+            raise typer.BadParameter(
+                f"{text!r}: give numbers, e.g. age=20,40,60", param_hint="--breaks"
+            ) from None
+    levels = _pairs(level, "--level")
+    for col, source in _pairs(hierarchy, "--hierarchy").items():
+        try:
+            lvl = int(levels.pop(col, "1"))
+        except ValueError:
+            raise typer.BadParameter(f"level of {col!r}: give a whole number", param_hint="--level") from None
+        spec[col] = {"hierarchy": source, "level": lvl}
+    if levels:
+        raise typer.BadParameter(f"--level for {sorted(levels)} without --hierarchy", param_hint="--level")
+    if not spec:
+        raise typer.BadParameter("give --rules, --breaks or --hierarchy", param_hint="--rules")
+    if out is not None:
+        check_output_path(out, inputs=[data])
+    frame = read_path(data)
+    model = GlobalRecoder(rules=spec).fit(frame)
+    release = model.transform(frame)
+    payload = {
+        "source": data.name,
+        "rules": model.rules_,
+        "changes": model.changes_,
+        "out": str(out) if out else None,
+    }
+    _finish(payload, release, out, as_json, f"{data.name}: global recoding")
+
+
+@handles_errors
+def suppress(
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
+    columns: str = typer.Option(..., "--columns", "-c", help="The key variables, e.g. age,sex,zip."),
+    k: int = typer.Option(3, "--k", "-k", help="Group size every record must reach."),
+    importance: str | None = typer.Option(
+        None, "--importance", help="Keys from most to least important (kept first), e.g. sex,age."
+    ),
+    random_redaction: float | None = typer.Option(
+        None,
+        "--random-redaction",
+        help="Probability (0..1) that other cells of a suppressed column are redacted too.",
+    ),
+    seed: int | None = typer.Option(None, "--seed", help=_SEED_HELP),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Local suppression: the fewest key cells set to missing so every record is k-anonymous.
+
+    A missing cell matches any value (sdcMicro's localSuppression semantics).
+    """
+    from sdckit.anonymize import LocalSuppressor
+
+    keys = parse_columns(columns)
+    if out is not None:
+        check_output_path(out, inputs=[data])
+    frame = read_path(data)
+    with progress("suppressing", quiet=as_json):
+        model = LocalSuppressor(
+            k=k,
+            columns=keys,
+            importance=parse_columns(importance),
+            random_redaction=random_redaction,
+            random_state=seed,
+        ).fit(frame)
+        release = model.transform(frame)
+    payload = {
+        "source": data.name,
+        "columns": list(model.feature_names_in_),
+        "k": k,
+        "n_rows": model.n_rows_,
+        "n_suppressed": model.n_suppressed_,
+        "n_redacted": int(model.redacted_.sum()),
+        "random_redaction": random_redaction,
+        "redaction_allowance": model.redaction_allowance_,
+        "min_group_size": int(model.group_sizes_.min()) if model.n_rows_ else 0,
+        "seed": seed,
+        "changes": model.changes_,
+        "out": str(out) if out else None,
+    }
+    if not as_json:
+        stdout.print(
+            f"[bold]{data.name}[/]: {model.n_rows_:,} records, k = {k}: {model.n_suppressed_:,} cells suppressed"
+            + (
+                f", {payload['n_redacted']:,} redacted at random (p = {random_redaction:g})"
+                if random_redaction
+                else ""
+            )
+            + f"; smallest group (missing matches any value): {payload['min_group_size']:,}"
+        )
+        if random_redaction:
+            stdout.print(
+                f"exposure allowance of the redaction (missing read as a value): {100 * model.redaction_allowance_:.4g}%"
+            )
+    _finish(payload, release, out, as_json, "cells per key")
+
+
+@handles_errors
+def pram(
+    data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
+    columns: str = typer.Option(..., "--columns", "-c", help="The categorical columns to randomise."),
+    pd: float = typer.Option(0.8, "--pd", help="Smallest probability of keeping a value (invariant PRAM)."),
+    matrix: str | None = typer.Option(
+        None, "--matrix", help="User matrices as JSON {column: {from: {to: p}}} or a .json/.yaml file."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help=_SEED_HELP),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """PRAM: redraw each value from its row of an invariant (or given) transition matrix."""
+    from sdckit.anonymize import PRAM
+
+    cols = parse_columns(columns)
+    if out is not None:
+        check_output_path(out, inputs=[data])
+    frame = read_path(data)
+    model = PRAM(columns=cols, pd=pd, matrix=_read_rules(matrix) if matrix else None, random_state=seed)
+    release = model.fit_transform(frame)  # the very draw whose changes are reported
+    payload = {
+        "source": data.name,
+        "columns": list(model.feature_names_in_),
+        "pd": pd,
+        "seed": seed,
+        "transition": {
+            c: {"values": [str(v) for v in vals], "matrix": P.tolist()}
+            for c, (vals, P) in model.transition_.items()
+        },
+        "changes": model.changes_,
+        "out": str(out) if out else None,
+    }
+    _finish(payload, release, out, as_json, f"{data.name}: PRAM")
