@@ -120,8 +120,17 @@ def test_microaggregate_missing_and_utility_levels(people: Path) -> None:
 
 
 def test_report_without_quasi_identifiers_names_q(people: Path, tmp_path: Path) -> None:
+    # no roles: the quasi-identifiers are guessed, and the output says so and how to name them
     r = runner.invoke(app, ["report", str(people), "-o", str(tmp_path / "r.html")])
-    assert r.exit_code == 2
+    assert r.exit_code == 0, r.output
+    assert "guessed" in r.output
+    assert "-q" in r.output
+    assert "<dict>" not in r.output
+    # nothing to guess (one near-unique column): the error names -q, never <dict>
+    lone = tmp_path / "ids.csv"
+    lone.write_text("id\n" + "\n".join(str(i) for i in range(50)) + "\n")
+    r = runner.invoke(app, ["report", str(lone), "-o", str(tmp_path / "r2.html")])
+    assert r.exit_code in (1, 2)
     assert "-q" in r.output
     assert "<dict>" not in r.output
 

@@ -87,7 +87,7 @@ def _print_roles(result: object) -> None:
     if roles is None:
         return
     if roles.guessed:
-        stdout.print(f"[yellow]Quasi-identifiers guessed[/] (no roles given): {', '.join(roles.quasi_identifiers)}")
+        stdout.print(f"[yellow]Quasi-identifiers guessed[/] (no roles given; name them with -q): {', '.join(roles.quasi_identifiers)}")
     for flag in roles.flags:
         if flag.kind != "guessed":
             stdout.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False)

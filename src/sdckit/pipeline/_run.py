@@ -194,9 +194,12 @@ def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[Pipelin
             identifiers=config.identifiers or (),
         )
         if not guess.quasi_identifiers:
-            raise ConfigError(
-                f"{src}: quasi_identifiers: name the columns an attacker may know, e.g. quasi_identifiers: [age, sex, region]."
+            how = (
+                "pass -q/--quasi-identifiers, e.g. -q age,sex,region"
+                if src == "the command line"
+                else "e.g. quasi_identifiers: [age, sex, region]"
             )
+            raise ConfigError(f"{src}: quasi_identifiers: name the columns an attacker may know; {how}.")
         roles = replace(
             guess,
             numeric=tuple(config.numeric) if config.numeric else (guess.numeric if not config.declares_roles else ()),
