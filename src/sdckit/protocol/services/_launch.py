@@ -88,6 +88,7 @@ class LocalDeployment:
                     batch_threshold=self.batch_threshold,
                     min_batch=self.min_batch,
                     poll_seconds=self.poll_seconds,
+                    forward_max_bytes=min(4 * 1024 * 1024, self.max_body_bytes),
                     **self.options,
                 )
             path = self.config_path(role)
@@ -189,6 +190,12 @@ class LocalDeployment:
         if proc is not None and proc.poll() is None:
             proc.send_signal(sig)
             proc.wait(timeout=10)
+
+    def cpu_seconds(self, role: Role) -> float:
+        """CPU time (user + system) the process of ``role`` has used so far (Linux ``/proc``)."""
+        pid = self.processes[role].pid
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop_role(self, role: str, timeout: float = 5.0) -> None:
         proc = self.processes.pop(role, None)

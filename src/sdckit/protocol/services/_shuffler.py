@@ -452,6 +452,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             events.add("replayed body")
             if seen[0] == 202:
                 await run_in_threadpool(store.duplicate, collection, round_, int(seen[1]["accepted"]))
+                return JSONResponse({**seen[1], "new": 0}, status_code=202)
             return JSONResponse(seen[1], status_code=seen[0])
         try:
             outer = unpack_batch(body, max_messages=cfg.max_batch_messages)
