@@ -105,16 +105,16 @@ def test_1_fake_users_leave_the_plan_to_the_real_users(
 ) -> None:
     cid = "fake"
     dep.create(CollectionSpec(id=cid, features=FEATURES), enrolment="tokens")
-    rows = adult_rows[:120]
+    rows = adult_rows[:60]
     clients = _enrolled(dep, cid, len(rows))
     for c, row in zip(clients, rows, strict=True):
         c.send_round1(row)
     user = clients[0].user()
-    # the attacker: no credential, 600 complete fake rows (young, rare values) in 3 requests
-    fakes = [{"age": 17, "sex": "Female", "race": "Other", "marital-status": "Widowed"}] * 600
+    # the attacker: no credential, 300 complete fake rows (young, rare values) in 3 requests
+    fakes = [{"age": 17, "sex": "Female", "race": "Other", "marital-status": "Widowed"}] * 300
     url = _submit_url(dep, cid, 1)
     for part in range(3):
-        body = pack_batch(m for row in fakes[part * 200 : (part + 1) * 200] for m in user.round1(row))
+        body = pack_batch(m for row in fakes[part * 100 : (part + 1) * 100] for m in user.round1(row))
         assert httpx.post(url, content=body).status_code == 401  # refused before any decryption
     # ... a forged credential, and a real one reused or stretched over many rows
     forged = Credential(1, secrets.token_bytes(32), secrets.token_bytes(64))

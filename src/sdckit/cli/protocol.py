@@ -98,6 +98,12 @@ def simulate(
     batch_threshold: int = typer.Option(
         1000, "--batch-threshold", min=1, help="The shuffler's batch threshold (messages)."
     ),
+    min_batch: int | None = typer.Option(
+        None, "--min-batch", min=1, help="Fewest users per forwarded batch (default: the batch threshold)."
+    ),
+    enrolment: str = typer.Option(
+        "tokens", "--enrolment", help="tokens (one anonymous credential per user and round) or open."
+    ),
     per_request: int = typer.Option(32, "--per-request", min=1, help="Users' messages per HTTP request."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the user sampling."),
     workdir: Path | None = typer.Option(
@@ -115,6 +121,8 @@ def simulate(
         raise typer.BadParameter("use best, theorem2, theorem3 or support", param_hint="--method")
     if suite not in ("x25519", "mlkem768-x25519"):
         raise typer.BadParameter("use x25519 or mlkem768-x25519", param_hint="--suite")
+    if enrolment not in ("tokens", "open"):
+        raise typer.BadParameter("use tokens or open", param_hint="--enrolment")
     with ExitStack() as stack:
         bars: dict[str, tuple[Any, int]] = {}  # stage -> (advance, users acknowledged so far)
 
@@ -140,6 +148,8 @@ def simulate(
             local_suppression=local_suppression,
             suite=suite,  # type: ignore[arg-type]
             batch_threshold=batch_threshold,
+            min_batch=min_batch,
+            enrolment=enrolment,  # type: ignore[arg-type]
             users_per_request=per_request,
             seed=seed,
             workdir=workdir,
@@ -155,7 +165,8 @@ def _render(result: Any) -> None:
     plan = result.plan
     stdout.print(
         f"[bold]{result.n_round1:,}[/] users in round 1, [bold]{result.n_round2:,}[/] in round 2 "
-        f"({result.setting} setting, {result.suite}); {result.seconds['total']:.1f} s"
+        f"({result.setting} setting, {result.suite}, enrolment {result.enrolment}); "
+        f"{result.seconds['total']:.1f} s"
     )
     marg = Table("feature", "values", "rarest value (users)", title="Round 1: marginals the curator counted")
     for f, counts in result.marginals.items():
