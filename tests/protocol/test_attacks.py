@@ -22,19 +22,17 @@ from typing import Any
 import httpx
 import pytest
 
-from sdckit.errors import AuthError, ConfigError, MalformedMessageError
+from sdckit.errors import AuthError, ConfigError
 from sdckit.protocol import (
     CollectionSpec,
-    PrivateKey,
-    User,
     decide_plan,
     encode_value,
     info_label,
     pack_batch,
 )
-from sdckit.protocol._client import CREDENTIAL_HEADER, Client, credential_header
+from sdckit.protocol._client import Client, credential_header
 from sdckit.protocol._crypto import seal
-from sdckit.protocol._enrol import Credential
+from sdckit.protocol._enrol import Credential, Enrolment
 from sdckit.protocol._keyfile import generate_key_file, read_private_key
 from sdckit.protocol._wire import pack_feature
 from sdckit.protocol.services._launch import LocalDeployment
@@ -107,6 +105,17 @@ def test_1_fake_users_leave_the_plan_to_the_real_users(
     dep.create(CollectionSpec(id=cid, features=FEATURES), enrolment="tokens")
     rows = adult_rows[:60]
     clients = _enrolled(dep, cid, len(rows))
+    enrol = f"{dep.urls['shuffler']}/v1/collections/{cid}/enrol"
+    blinded = Enrolment(cid).blinded[0]
+    (spare,) = dep.invites(cid, 1)
+    for invite, blind, status in [
+        (clients[0].invite, blinded, 403),  # an invite is used once
+        ("no-such-invite-0123", blinded, 403),
+        (spare, ["AAAA", "AAAA"], 400),  # refused before the invite is spent
+    ]:
+        r = httpx.post(enrol, json={"users": [{"invite": invite, "blinded": blind}]})
+        assert r.status_code == status, r.text
+    assert httpx.post(enrol, json={"users": [{"invite": spare, "blinded": blinded}]}).status_code == 200
     for c, row in zip(clients, rows, strict=True):
         c.send_round1(row)
     user = clients[0].user()
@@ -403,7 +412,8 @@ def test_client_retries_through_a_restart_and_server_errors(dep: LocalDeployment
     time.sleep(2.0)
     dep.start("shuffler")
     t.join(60)
-    assert result and result[0]["accepted"] == len(FEATURES)
+    assert result
+    assert result[0]["accepted"] == len(FEATURES)
     client.close()
 
     answers = iter([500, 503, 429, 202])

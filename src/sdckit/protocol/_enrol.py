@@ -22,6 +22,7 @@ import base64
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from voprf import ristretto
 
@@ -42,6 +43,12 @@ def _unb64(text: str, what: str) -> bytes:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except ValueError:
         raise MalformedMessageError(f"{what} is not base64url") from None
+
+
+def _is_panic(err: BaseException) -> bool:
+    """``voprf`` (pyo3) raises ``PanicException``, a BaseException, where it should raise
+    ValueError (e.g. a batch proof that does not verify): treat it as a refusal, never a crash."""
+    return type(err).__name__ == "PanicException"
 
 
 def token_input(collection: str, round_: int, nonce: bytes) -> bytes:
@@ -91,16 +98,29 @@ class Issuer:
     def public_key(self) -> str:
         return _b64(self._ev.public_key.serialize())
 
-    def evaluate(self, blinded: list[str]) -> str:
-        """Blind-evaluate the inputs of one request (one per user and round) with one batch DLEQ
-        proof (RFC 9497 §2.2.2 batching)."""
+    @staticmethod
+    def parse(blinded: list[str]) -> list[Any]:
+        """The blinded inputs of a request, checked to be ristretto255 elements (cheap: no
+        evaluation), so a bad request is refused before an invite is spent."""
         if not 1 <= len(blinded) <= 4096:
             raise MalformedMessageError("give 1 to 4096 blinded inputs")
         try:
-            items = [ristretto.BlindedInput.deserialize(_unb64(b, "a blinded input")) for b in blinded]
+            return [ristretto.BlindedInput.deserialize(_unb64(b, "a blinded input")) for b in blinded]
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+            raise
+
+    def evaluate(self, blinded: list[str] | list[Any]) -> str:
+        """Blind-evaluate the inputs of one request (one per user and round) with one batch DLEQ
+        proof (RFC 9497 §2.2.2 batching); ``blinded`` as text or as :meth:`parse` gave them."""
+        items: list[Any] = self.parse(blinded) if blinded and isinstance(blinded[0], str) else list(blinded)
+        try:
             return _b64(self._ev.evaluate_batch(items).serialize())
-        except ValueError:
-            raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+            raise
 
     def verify(self, cred: Credential) -> bool:
         """Whether ``cred`` was issued by this key for this collection and its round."""
@@ -135,10 +155,12 @@ class Enrolment:
             out = ristretto.VerifiableBatchOutput.deserialize(_unb64(evaluated, "the evaluation"))
             pk = ristretto.PublicKey.deserialize(_unb64(issuer_key, "the issuer key"))
             outputs = ristretto.Client.finalize_batch(self._clients, out, pk)
-        except ValueError:
-            raise MalformedMessageError(
-                "the enrolment answer does not verify against the shuffler's published issuer key"
-            ) from None
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError(
+                    "the enrolment answer does not verify against the shuffler's published issuer key"
+                ) from None
+            raise
         creds = [
             Credential(r, n, bytes(o))
             for r, n, o in zip(self.rounds * self.users, self._nonces, outputs, strict=True)

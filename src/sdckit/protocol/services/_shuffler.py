@@ -414,6 +414,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         reg = collection_of(collection)
         if reg.issuer is None:
             raise HTTPException(409, f"collection {collection!r} is open: no enrolment needed")
+        try:  # checked before any invite is spent
+            items = Issuer.parse([b for u in req.users for b in u.blinded])
+        except MalformedMessageError as err:
+            raise HTTPException(400, str(err)) from None
         uses = []
         for u in req.users:
             code = hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest()
@@ -423,10 +427,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
-        try:  # one batch proof for the whole request (a device: its 2 inputs; a gateway: all)
-            evaluated = reg.issuer.evaluate([b for u in req.users for b in u.blinded])
-        except MalformedMessageError as err:
-            raise HTTPException(400, str(err)) from None
+        # one batch proof for the whole request (a device: its 2 inputs; a gateway: all of them)
+        evaluated = reg.issuer.evaluate(items)
         return {"evaluated": evaluated, "issuer_key": reg.issuer.public_key}
 
     def answer(h: bytes, status: int, content: dict[str, Any]) -> JSONResponse:
