@@ -38,6 +38,7 @@ from sdckit.protocol._wire import pack_feature
 from sdckit.protocol.services._launch import LocalDeployment
 
 from .conftest import FEATURES
+from .conftest import wait_until as _wait
 
 pytestmark = pytest.mark.services
 
@@ -55,15 +56,6 @@ def dep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
     )
     with d:
         yield d
-
-
-def _wait(pred: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def _get(dep: LocalDeployment, role: str, path: str) -> Any:

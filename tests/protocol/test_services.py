@@ -21,6 +21,7 @@ from sdckit.protocol import Client, CollectionSpec, PrivateKey, User, encode_val
 from sdckit.protocol.services._launch import LocalDeployment
 
 from .conftest import FEATURES
+from .conftest import wait_until as _wait
 
 pytestmark = pytest.mark.services
 
@@ -51,15 +52,6 @@ def _create(
 
 def _client(dep: LocalDeployment, cid: str, **kw: Any) -> Client:
     return dep.client(cid, **kw)
-
-
-def _wait(pred: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def _tally(dep: LocalDeployment, role: str, cid: str) -> dict[str, int]:
@@ -337,3 +329,39 @@ def test_shuffler_store_counters_match_the_pool(tmp_path: Path) -> None:
     assert store.stats("c", 1)["dropped"] == 1
     assert store.due() == []
     store.close()
+
+
+def test_forwarder_holds_or_drops_a_small_closing_pool_and_forgets_expired_collections(
+    tmp_path: Path,
+) -> None:
+    import logging
+
+    from sdckit.protocol.services import ServiceConfig, ShufflerStore
+    from sdckit.protocol.services._common import EventCounter
+    from sdckit.protocol.services._shuffler import Registered, _Forwarder
+
+    spec = CollectionSpec(id="c", features=("f",))
+    for at_close, left in (("hold", 2), ("drop", 0)):
+        cfg = ServiceConfig(
+            role="shuffler",
+            key_file="unused",
+            data_dir=str(tmp_path),
+            curator_url="http://127.0.0.1:9",
+            analyst_url="http://127.0.0.1:9",
+            min_batch=3,
+            at_close=at_close,  # type: ignore[arg-type]
+        )
+        store = ShufflerStore(tmp_path / f"{at_close}.sqlite3")
+        registry = {"c": Registered(spec, {}, "open", time.time() + 60, None)}
+        fwd = _Forwarder(cfg, store, registry, EventCounter(logging.getLogger("test")))
+        store.add("c", 1, [b"a", b"b"], users=2)
+        store.flush("c", 1)
+        fwd.forward_due(None)  # type: ignore[arg-type]  # below min_batch: never sent
+        stats = store.stats("c", 1)
+        assert (stats["pooled"], stats["dropped"], stats["forwarded"]) == (left, 2 - left, 0)
+        store.register("c", {}, {"enrolment": "open"}, time.time() - 1)
+        registry["c"].expires = time.time() - 1
+        fwd.expire()
+        assert registry == {}
+        assert store.table_sizes() == dict.fromkeys(("pool", "stats", "collections", "invites", "spent"), 0)
+        store.close()

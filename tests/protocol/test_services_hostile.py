@@ -36,6 +36,7 @@ from sdckit.protocol import (
 from sdckit.protocol.services._launch import LocalDeployment
 
 from .conftest import FEATURES
+from .conftest import wait_until as _wait
 
 pytestmark = pytest.mark.services
 
@@ -487,15 +488,6 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
     blob = b"".join(p.read_bytes() for p in shuffler_files)
     for s in forbidden[5:]:
         assert s.encode() not in blob  # no plaintext value in the shuffler's store or log
-
-
-def _wait(pred: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
 
 
 def test_stores_and_logs_are_owner_only(dep: LocalDeployment) -> None:

@@ -18,6 +18,7 @@ from sdckit.protocol.services._common import (
     bearer,
     check_id,
     make_logger,
+    party_lookup,
     receive_route,
     receiver_app,
 )
@@ -41,13 +42,7 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
     admin = Depends(bearer(cfg.admin_token, "admin"))
     creating = threading.Lock()
 
-    def party(collection: str) -> Analyst:
-        a = parties.get(check_id(collection))
-        if a is None:
-            raise HTTPException(
-                404, f"no collection {collection!r} with a plan; PUT /admin/v1/collections/{{id}}"
-            )
-        return a
+    party = party_lookup(parties, " with a plan")
 
     @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
     def create(collection: str, payload: dict[str, Any] = Body(...)) -> dict[str, Any]:

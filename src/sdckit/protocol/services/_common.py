@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import h11
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -167,6 +167,20 @@ def keys_document(cfg: ServiceConfig, key: PrivateKey, signing: Any) -> dict[str
 
 
 # ------------------------------------------------------------------------------ curator and analyst
+
+PartyT = TypeVar("PartyT")
+
+
+def party_lookup(parties: dict[str, PartyT], hint: str) -> Callable[[str], PartyT]:
+    """``party(collection)``: the party of a known collection, else 404 with ``hint``."""
+
+    def party(collection: str) -> PartyT:
+        p = parties.get(check_id(collection))
+        if p is None:
+            raise HTTPException(404, f"no collection {collection!r}{hint}; PUT /admin/v1/collections/{{id}}")
+        return p
+
+    return party
 
 
 def receiver_app(

@@ -21,6 +21,7 @@ from sdckit.protocol.services._common import (
     bearer,
     check_id,
     make_logger,
+    party_lookup,
     receive_route,
     receiver_app,
 )
@@ -68,13 +69,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
     relay = Depends(bearer(cfg.relay_token, "relay"))
     creating = threading.Lock()
 
-    def party(collection: str) -> Curator:
-        c = parties.get(check_id(collection))
-        if c is None:
-            raise HTTPException(
-                404, f"no collection {collection!r}; create it with PUT /admin/v1/collections/{{id}}"
-            )
-        return c
+    party = party_lookup(parties, "")
 
     @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
     def create(collection: str, spec: dict[str, Any] = Body(...)) -> dict[str, Any]:
