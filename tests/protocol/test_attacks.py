@@ -265,6 +265,7 @@ def test_4_a_stray_feature_message_cannot_block_planning(
         c.close()
 
 
+@pytest.mark.slow
 def test_5_unregistered_ids_leave_no_state_and_cost_nothing_afterwards(dep: LocalDeployment) -> None:
     before = _get(dep, "shuffler", "/admin/v1/state")
     log = dep.workdir / "shuffler" / "data" / "shuffler.log"
