@@ -48,7 +48,7 @@ class LocalDeployment:
     """Fewest users per forwarded batch (0: the batch threshold)."""
     options: dict[str, Any] = field(default_factory=dict)
     """More settings of the shuffler's config (e.g. ``at_close``, ``quarantine_after``)."""
-    startup_timeout: float = 30.0
+    startup_timeout: float = 120.0  # generous: a shared machine can take long to import
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     relay_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     urls: dict[str, str] = field(default_factory=dict)
