@@ -27,7 +27,9 @@ def register(app: typer.Typer) -> None:
 @handles_errors
 def keygen(
     path: Path = typer.Argument(
-        ..., help="Where to write the private key (mode 0600); the public key goes to PATH.pub."
+        ...,
+        help="Where to write the private keys (mode 0600, never through a symlink); the public key goes "
+        "to PATH.pub, the signature verification key (pinned by devices) to PATH.verify.",
     ),
     suite: str = typer.Option(
         "x25519", "--suite", help="x25519 (default) or mlkem768-x25519 (hybrid post-quantum)."
@@ -46,10 +48,15 @@ def keygen(
     public = generate_key_file(path, suite=check_suite(suite), force=force)
     if as_json:
         print_json(
-            {"private_key_file": str(path), "public_key_file": f"{path}.pub", "public_key": public.to_text()}
+            {
+                "private_key_file": str(path),
+                "public_key_file": f"{path}.pub",
+                "verify_key_file": f"{path}.verify",
+                "public_key": public.to_text(),
+            }
         )
         return
-    stdout.print(f"wrote [bold]{path}[/] (0600) and {path}.pub")
+    stdout.print(f"wrote [bold]{path}[/] (0600), {path}.pub and {path}.verify (give it to the devices)")
     stdout.print(public.to_text(), highlight=False, soft_wrap=True)
 
 
