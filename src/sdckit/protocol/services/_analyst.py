@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 from typing import Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException
 
-from sdckit.protocol._keyfile import read_private_key, read_signing_key
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
 from sdckit.protocol.parties import Analyst
 from sdckit.protocol.services._common import (
-    EventCounter,
     bearer,
     check_id,
-    make_logger,
     party_lookup,
     receive_route,
     receiver_app,
+    role_parts,
 )
 from sdckit.protocol.services._config import ServiceConfig
 from sdckit.protocol.services._store import AnalystStore
@@ -28,11 +25,7 @@ from sdckit.protocol.services._store import AnalystStore
 
 def analyst_app(cfg: ServiceConfig) -> FastAPI:
     """The analyst service: receives round-2 rows and serves the released table."""
-    key = read_private_key(cfg.key_file)
-    signing = read_signing_key(cfg.key_file)
-    store = AnalystStore(Path(cfg.data_dir) / "analyst.sqlite3", synchronous=cfg.sqlite_synchronous)
-    log = make_logger(cfg)
-    events = EventCounter(log)
+    key, signing, store, log, events = role_parts(cfg, AnalystStore)
     parties: dict[str, Analyst] = {}
     for cid, (spec, plan) in store.collections().items():
         if plan is not None:

@@ -160,6 +160,22 @@ def base_app(cfg: ServiceConfig, key: PrivateKey, title: str, lifespan: Any = No
     return app
 
 
+StoreT = TypeVar("StoreT")
+
+
+def role_parts(
+    cfg: ServiceConfig, store_cls: Callable[..., StoreT]
+) -> tuple[PrivateKey, Any, StoreT, logging.Logger, EventCounter]:
+    """What every service opens at start: its HPKE key, its Ed25519 signing key, its store
+    (``<data_dir>/<role>.sqlite3``), its log and the log's event counter."""
+    from sdckit.protocol._keyfile import read_private_key, read_signing_key
+
+    key, signing = read_private_key(cfg.key_file), read_signing_key(cfg.key_file)
+    store = store_cls(Path(cfg.data_dir) / f"{cfg.role}.sqlite3", synchronous=cfg.sqlite_synchronous)
+    log = make_logger(cfg)
+    return key, signing, store, log, EventCounter(log)
+
+
 def keys_document(cfg: ServiceConfig, key: PrivateKey, signing: Any) -> dict[str, Any]:
     """The role's HPKE public key, signed with its Ed25519 key."""
     doc = {"role": cfg.role, "suite": key.suite, "public_key": key.public_key().to_text()}

@@ -5,25 +5,22 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from sdckit.protocol._keyfile import read_private_key, read_signing_key
 from sdckit.protocol._planning import decide_plan
 from sdckit.protocol._signing import sign_document
 from sdckit.protocol._spec import CollectionSpec
 from sdckit.protocol.parties import Curator
 from sdckit.protocol.services._common import (
-    EventCounter,
     bearer,
     check_id,
-    make_logger,
     party_lookup,
     receive_route,
     receiver_app,
+    role_parts,
 )
 from sdckit.protocol.services._config import ServiceConfig
 from sdckit.protocol.services._store import CuratorStore
@@ -55,11 +52,7 @@ class PlanRequest(BaseModel):
 
 def curator_app(cfg: ServiceConfig) -> FastAPI:
     """The curator service: counts round-1 marginals and publishes the plan (signed)."""
-    key = read_private_key(cfg.key_file)
-    signing = read_signing_key(cfg.key_file)
-    store = CuratorStore(Path(cfg.data_dir) / "curator.sqlite3", synchronous=cfg.sqlite_synchronous)
-    log = make_logger(cfg)
-    events = EventCounter(log)
+    key, signing, store, log, events = role_parts(cfg, CuratorStore)
     parties: dict[str, Curator] = {}
     for cid, (spec, _) in store.collections().items():
         parties[cid] = Curator(key, CollectionSpec.from_dict(spec))

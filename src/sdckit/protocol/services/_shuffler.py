@@ -31,7 +31,7 @@ from sdckit.errors import MalformedMessageError
 from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import Credential, Issuer
-from sdckit.protocol._keyfile import read_private_key, read_signing_key, write_new_file
+from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._spec import CollectionSpec
 from sdckit.protocol._wire import pack_batch, unpack_batch
@@ -43,8 +43,8 @@ from sdckit.protocol.services._common import (
     check_id,
     check_round,
     keys_document,
-    make_logger,
     read_body,
+    role_parts,
 )
 from sdckit.protocol.services._config import ServiceConfig
 from sdckit.protocol.services._store import ShufflerStore
@@ -292,16 +292,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     """The shuffler service (see the module docstring)."""
     from sdckit.protocol.services._common import base_app
 
-    key = read_private_key(cfg.key_file)
-    signing = read_signing_key(cfg.key_file)
+    key, signing, store, log, events = role_parts(cfg, ShufflerStore)
     owners = {
         "curator": verify_key_from_text(cfg.curator_verify_key),
         "analyst": verify_key_from_text(cfg.analyst_verify_key),
     }
     hops = {"curator": cfg.curator_url.rstrip("/"), "analyst": cfg.analyst_url.rstrip("/")}
-    store = ShufflerStore(Path(cfg.data_dir) / "shuffler.sqlite3", synchronous=cfg.sqlite_synchronous)
-    log = make_logger(cfg)
-    events = EventCounter(log)
     seed = _enrolment_seed(cfg)
     shuffler = Shuffler(key, batch_threshold=cfg.batch_threshold)
     registry: dict[str, Registered] = {}
