@@ -338,6 +338,7 @@ def test_forwarder_holds_or_drops_a_small_closing_pool_and_forgets_expired_colle
 
     from sdckit.protocol.services import ServiceConfig, ShufflerStore
     from sdckit.protocol.services._common import EventCounter
+    from sdckit.protocol import sealed_length
     from sdckit.protocol.services._shuffler import Registered, _Forwarder
 
     spec = CollectionSpec(id="c", features=("f",))
@@ -350,12 +351,16 @@ def test_forwarder_holds_or_drops_a_small_closing_pool_and_forgets_expired_colle
             analyst_url="http://127.0.0.1:9",
             min_batch=3,
             at_close=at_close,  # type: ignore[arg-type]
+            forward_max_bytes=5000,
         )
         store = ShufflerStore(tmp_path / f"{at_close}.sqlite3")
         registry = {"c": Registered(spec, {}, "open", time.time() + 60, None)}
         fwd = _Forwarder(cfg, store, registry, EventCounter(logging.getLogger("test")))
         store.add("c", 1, [b"a", b"b"], users=2)
         store.flush("c", 1)
+        # a forwarding request never exceeds forward_max_bytes (the receivers' body limit)
+        inner = sealed_length(spec.suite, spec.round1_pad)
+        assert 9 + fwd._chunk_messages(registry["c"], 1) * (4 + inner) <= cfg.forward_max_bytes
         fwd.forward_due(None)  # type: ignore[arg-type]  # below min_batch: never sent
         stats = store.stats("c", 1)
         assert (stats["pooled"], stats["dropped"], stats["forwarded"]) == (left, 2 - left, 0)
