@@ -336,9 +336,9 @@ def test_forwarder_holds_or_drops_a_small_closing_pool_and_forgets_expired_colle
 ) -> None:
     import logging
 
+    from sdckit.protocol import sealed_length
     from sdckit.protocol.services import ServiceConfig, ShufflerStore
     from sdckit.protocol.services._common import EventCounter
-    from sdckit.protocol import sealed_length
     from sdckit.protocol.services._shuffler import Registered, _Forwarder
 
     spec = CollectionSpec(id="c", features=("f",))
