@@ -38,7 +38,8 @@ def test_decoys_add_at_most_k_d_over_n(k: int) -> None:
         rules = _redaction_rules(counts, ["a", "b"], k, n)
         index = {"a": 0, "b": 1}
         holders_only = [
-            tuple(REDACTED if counts[f][row[index[f]]] < k else row[index[f]] for f in ("a", "b")) for row in rows
+            tuple(REDACTED if counts[f][row[index[f]]] < k else row[index[f]] for f in ("a", "b"))
+            for row in rows
         ]
         released, decoys = [], 0
         for row, base in zip(rows, holders_only, strict=True):

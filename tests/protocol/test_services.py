@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import sqlite3
 import threading
@@ -20,6 +21,7 @@ from sdckit.protocol import Client, CollectionSpec, PrivateKey, User, encode_val
 from sdckit.protocol.services._launch import LocalDeployment
 
 from .conftest import FEATURES
+from .conftest import wait_until as _wait
 
 pytestmark = pytest.mark.services
 
@@ -33,29 +35,23 @@ def dep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
         yield d
 
 
-def _create(dep: LocalDeployment, cid: str, features: tuple[str, ...] = FEATURES) -> CollectionSpec:
+def _create(
+    dep: LocalDeployment, cid: str, features: tuple[str, ...] = FEATURES, *, enrolment: str = "open"
+) -> CollectionSpec:
+    """Create and register a collection, its rounds closed at once (so every user is forwarded as
+    soon as ``min_batch`` users are pooled)."""
     spec = CollectionSpec(id=cid, features=features)
+    dep.create(spec, enrolment=enrolment)
     with dep.admin() as admin:
-        admin.put(f"{dep.urls['curator']}/admin/v1/collections/{cid}", json=spec.to_dict()).raise_for_status()
+        for r in (1, 2):
+            admin.post(
+                f"{dep.urls['shuffler']}/admin/v1/collections/{cid}/rounds/{r}/flush"
+            ).raise_for_status()
     return spec
 
 
-def _client(dep: LocalDeployment, cid: str) -> Client:
-    return Client(
-        shuffler_url=dep.urls["shuffler"],
-        curator_url=dep.urls["curator"],
-        analyst_url=dep.urls["analyst"],
-        collection=cid,
-    )
-
-
-def _wait(pred: Any, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+def _client(dep: LocalDeployment, cid: str, **kw: Any) -> Client:
+    return dep.client(cid, **kw)
 
 
 def _tally(dep: LocalDeployment, role: str, cid: str) -> dict[str, int]:
@@ -66,11 +62,15 @@ def _tally(dep: LocalDeployment, role: str, cid: str) -> dict[str, int]:
 def test_public_endpoints_and_openapi(dep: LocalDeployment) -> None:
     for role, url in dep.urls.items():
         assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "role": role}
-        keys = httpx.get(f"{url}/v1/keys").json()
-        assert keys["role"] == role
-        assert keys["public_key"].startswith("x25519:")
         spec = httpx.get(f"{url}/openapi.json").json()
         assert spec["openapi"].startswith("3.")
+        keys = httpx.get(
+            f"{dep.urls['shuffler']}/v1/keys" + ("" if role == "shuffler" else f"/{role}")
+        ).json()
+        assert (keys["kind"], keys["signer"], keys["document"]["role"]) == ("keys", role, role)
+        assert keys["document"]["public_key"].startswith("x25519:")
+        if role != "shuffler":  # devices cannot reach the curator or the analyst
+            assert httpx.get(f"{url}/internal/v1/keys").status_code == 401
     paths = httpx.get(f"{dep.urls['shuffler']}/openapi.json").json()["paths"]
     assert "/v1/collections/{collection}/rounds/{round_}/messages" in paths
 
@@ -109,6 +109,7 @@ def test_relay_endpoint_refuses_the_admin_token(dep: LocalDeployment) -> None:
 
 
 def test_oversized_body_gets_413(dep: LocalDeployment) -> None:
+    _create(dep, "big")
     url = f"{dep.urls['shuffler']}/v1/collections/big/rounds/1/messages"
     assert httpx.post(url, content=b"\x00" * (64 * 1024 + 1)).status_code == 413
 
@@ -163,8 +164,8 @@ def test_replayed_and_duplicated_messages_count_once(dep: LocalDeployment) -> No
         client.submit(1, messages)  # duplicate while pooled or after forwarding
         _wait(lambda: _tally(dep, "curator", "replay")["accepted"] == len(FEATURES))
         client.submit(1, messages)  # replay after the shuffler forwarded and deleted them
-        client.submit(1, messages[:2] + messages[:2])
-        _wait(lambda: _tally(dep, "curator", "replay")["duplicates"] >= 2)
+        client.submit(1, messages[::-1])  # the same messages in another body: pooled again
+        _wait(lambda: _tally(dep, "curator", "replay")["duplicates"] >= len(FEATURES))
     time.sleep(0.3)
     with dep.admin() as admin:
         counts = admin.get(f"{dep.urls['curator']}/admin/v1/collections/replay/marginals").json()["counts"]
@@ -176,22 +177,19 @@ def test_kill_shuffler_mid_round_loses_no_acknowledged_message(
     tmp_path: Path, adult_rows: list[dict[str, Any]]
 ) -> None:
     rows = adult_rows[:160]
-    with LocalDeployment(tmp_path, batch_threshold=400, poll_seconds=0.05) as dep:
-        _create(dep, "crash")
+    with LocalDeployment(tmp_path, batch_threshold=400, min_batch=10, poll_seconds=0.05) as dep:
+        dep.create(CollectionSpec(id="crash", features=FEATURES), enrolment="tokens")
+        invites = dep.invites("crash", len(rows))
         acked = []
         errors: list[BaseException] = []
         halfway = threading.Event()
 
         def send() -> None:
             try:
-                with Client(
-                    shuffler_url=dep.urls["shuffler"],
-                    curator_url=dep.urls["curator"],
-                    collection="crash",
-                    retries=12,
-                ) as c:
+                with dep.client("crash", retry_window=60.0) as c:
                     user = c.user()
                     for i, row in enumerate(rows):
+                        c.enrol(invites[i])  # each user enrols and submits once; retries are safe
                         c.submit(1, user.round1(row))  # returns only once acknowledged (202)
                         acked.append(i)
                         if i == len(rows) // 2:
@@ -240,6 +238,23 @@ def test_config_errors_are_clear(tmp_path: Path) -> None:
     path.write_text("role: curator\nkey_file: k.json\ndata_dir: d\nadmin_token: short\nrelay_token: x\n")
     with pytest.raises(ConfigError, match="admin_token"):
         load_config(path)
+    good, other = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    cases = {
+        f"admin_token: '{' ' * 16}'\nrelay_token: {good}": "whitespace",
+        f"admin_token: {good}\nrelay_token: {good}": "the same",
+        f"admin_token: {'a' * 40}\nrelay_token: {good}": "128 bits",
+        f"admin_token: {good[:12]}\nrelay_token: {good}": "128 bits",
+        f"admin_token: 123456789012345678901234567890\nrelay_token: {good}": "not text; quote it",
+        f"admin_token: [1, 2]\nrelay_token: {good}": "not text",
+    }
+    for tokens, message in cases.items():
+        path.write_text(f"role: curator\nkey_file: k.json\ndata_dir: d\n{tokens}\n")
+        with pytest.raises(ConfigError, match=message):
+            load_config(path)
+    path.write_text(
+        f"role: curator\nkey_file: k.json\ndata_dir: d\nadmin_token: {good}\nrelay_token: {other}\n"
+    )
+    assert load_config(path).admin_token == good
     path.write_text("role: curator\nkey_file: k.json\ndata_dir: d\nbogus: 1\n")
     with pytest.raises(ConfigError, match="unknown key"):
         load_config(path)
@@ -254,7 +269,7 @@ def test_inner_layer_for_the_wrong_key_is_rejected_by_the_curator(dep: LocalDepl
     with _client(dep, "inner") as client:
         outsider = User(
             spec,
-            shuffler_key=client.public_key(dep.urls["shuffler"]),
+            shuffler_key=client.public_key("shuffler"),
             curator_key=PrivateKey.generate().public_key(),
         )
         assert client.submit(1, outsider.round1({f: "x" for f in FEATURES}))["accepted"] == len(FEATURES)
@@ -264,26 +279,28 @@ def test_inner_layer_for_the_wrong_key_is_rejected_by_the_curator(dep: LocalDepl
 
 
 def test_a_device_session_through_the_client(dep: LocalDeployment, adult_rows: list[dict[str, Any]]) -> None:
-    spec = _create(dep, "flow")
+    spec = _create(dep, "flow", enrolment="tokens")
     rows = adult_rows[:40]
-    with _client(dep, "flow") as client, dep.admin() as admin:
-        assert client.plan() is None  # nothing decided yet
-        for row in rows:
+    invites = dep.invites("flow", len(rows))
+    clients = [_client(dep, "flow", invite=i) for i in invites]  # one device per user
+    with dep.admin() as admin:
+        assert clients[0].plan() is None  # nothing decided yet
+        for client, row in zip(clients, rows, strict=False):
             client.send_round1(row)
         admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/flow/rounds/1/flush").raise_for_status()
         _wait(lambda: _tally(dep, "curator", "flow")["accepted"] == len(rows) * len(FEATURES))
         r = admin.post(f"{dep.urls['curator']}/admin/v1/collections/flow/plan", json={"k": 2, "budget": 0.5})
         assert r.status_code == 200, r.text
-        plan = client.plan()
+        plan = clients[0].plan()
         assert plan is not None
         assert plan.to_dict() == r.json()
         admin.put(
             f"{dep.urls['analyst']}/admin/v1/collections/flow",
             json={"spec": spec.to_dict(), "plan": r.json()},
         ).raise_for_status()
-        for row in rows:
+        for client, row in zip(clients, rows, strict=False):
             client.send_round2(row)
-        admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/flow/rounds/2/flush").raise_for_status()
+            client.close()
         _wait(lambda: _tally(dep, "analyst", "flow")["accepted"] == len(rows))
         release = admin.get(f"{dep.urls['analyst']}/admin/v1/collections/flow/release").json()
     assert release["columns"] == list(plan.columns)
@@ -297,13 +314,59 @@ def test_shuffler_store_counters_match_the_pool(tmp_path: Path) -> None:
     store = ShufflerStore(tmp_path / "s.sqlite3")
     assert store.add("c", 1, [b"a", b"b", b"c"]) == 3
     assert store.add("c", 1, [b"a", b"d"]) == 1  # an identical resubmission is a no-op
-    assert store.due(5) == []
-    assert store.due(4) == [("c", 1)]
+    assert store.due() == [("c", 1, 4, False)]
     taken = store.take("c", 1)
     store.delete("c", 1, [i for i, _ in taken[:3]])
     stats = store.stats("c", 1)
     assert (stats["pooled"], stats["received"], stats["forwarded"], stats["duplicates"]) == (1, 4, 3, 1)
-    assert store.due(1) == [("c", 1)]
     store.flush("c", 2)
-    assert store.due(1) == [("c", 1)]  # a flushed round with an empty pool is not due
+    assert store.due() == [("c", 1, 1, False)]  # a flushed round with an empty pool is not due
+    assert not store.refused("c", 1, 2)
+    assert store.refused("c", 1, 2)  # the second refusal in a row quarantines
+    assert store.due() == []
+    assert store.quarantined() == [{"collection": "c", "round": 1, "pooled": 1}]
+    assert store.drop_pool("c", 1) == 1
+    assert store.stats("c", 1)["dropped"] == 1
+    assert store.due() == []
     store.close()
+
+
+def test_forwarder_holds_or_drops_a_small_closing_pool_and_forgets_expired_collections(
+    tmp_path: Path,
+) -> None:
+    import logging
+
+    from sdckit.protocol import sealed_length
+    from sdckit.protocol.services import ServiceConfig, ShufflerStore
+    from sdckit.protocol.services._common import EventCounter
+    from sdckit.protocol.services._shuffler import Registered, _Forwarder
+
+    spec = CollectionSpec(id="c", features=("f",))
+    for at_close, left in (("hold", 2), ("drop", 0)):
+        cfg = ServiceConfig(
+            role="shuffler",
+            key_file="unused",
+            data_dir=str(tmp_path),
+            curator_url="http://127.0.0.1:9",
+            analyst_url="http://127.0.0.1:9",
+            min_batch=3,
+            at_close=at_close,  # type: ignore[arg-type]
+            forward_max_bytes=5000,
+        )
+        store = ShufflerStore(tmp_path / f"{at_close}.sqlite3")
+        registry = {"c": Registered(spec, {}, "open", time.time() + 60, None)}
+        fwd = _Forwarder(cfg, store, registry, EventCounter(logging.getLogger("test")))
+        store.add("c", 1, [b"a", b"b"], users=2)
+        store.flush("c", 1)
+        # a forwarding request never exceeds forward_max_bytes (the receivers' body limit)
+        inner = sealed_length(spec.suite, spec.round1_pad)
+        assert 9 + fwd._chunk_messages(registry["c"], 1) * (4 + inner) <= cfg.forward_max_bytes
+        fwd.forward_due(None)  # type: ignore[arg-type]  # below min_batch: never sent
+        stats = store.stats("c", 1)
+        assert (stats["pooled"], stats["dropped"], stats["forwarded"]) == (left, 2 - left, 0)
+        store.register("c", {}, {"enrolment": "open"}, time.time() - 1)
+        registry["c"].expires = time.time() - 1
+        fwd.expire()
+        assert registry == {}
+        assert store.table_sizes() == dict.fromkeys(("pool", "stats", "collections", "invites", "spent"), 0)
+        store.close()

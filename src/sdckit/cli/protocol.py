@@ -38,7 +38,9 @@ def register(app: typer.Typer) -> None:
 @handles_errors
 def keygen(
     path: Path = typer.Argument(
-        ..., help="Where to write the private key (mode 0600); the public key goes to PATH.pub."
+        ...,
+        help="Where to write the private keys (mode 0600, never through a symlink); the public key goes "
+        "to PATH.pub, the signature verification key (pinned by devices) to PATH.verify.",
     ),
     suite: str = typer.Option(
         "x25519", "--suite", help="x25519 (default) or mlkem768-x25519 (hybrid post-quantum)."
@@ -57,10 +59,15 @@ def keygen(
     public = generate_key_file(path, suite=check_suite(suite), force=force)
     if as_json:
         print_json(
-            {"private_key_file": str(path), "public_key_file": f"{path}.pub", "public_key": public.to_text()}
+            {
+                "private_key_file": str(path),
+                "public_key_file": f"{path}.pub",
+                "verify_key_file": f"{path}.verify",
+                "public_key": public.to_text(),
+            }
         )
         return
-    stdout.print(f"wrote [bold]{path}[/] (0600) and {path}.pub")
+    stdout.print(f"wrote [bold]{path}[/] (0600), {path}.pub and {path}.verify (give it to the devices)")
     stdout.print(public.to_text(), highlight=False, soft_wrap=True)
 
 
@@ -115,6 +122,12 @@ def simulate(
     batch_threshold: int = typer.Option(
         1000, "--batch-threshold", min=1, help="The shuffler's batch threshold (messages)."
     ),
+    min_batch: int | None = typer.Option(
+        None, "--min-batch", min=1, help="Fewest users per forwarded batch (default: the batch threshold)."
+    ),
+    enrolment: str = typer.Option(
+        "tokens", "--enrolment", help="tokens (one anonymous credential per user and round) or open."
+    ),
     per_request: int = typer.Option(32, "--per-request", min=1, help="Users' messages per HTTP request."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the user sampling."),
     workdir: Path | None = typer.Option(
@@ -133,6 +146,8 @@ def simulate(
         raise typer.BadParameter("use best, theorem2, theorem3 or support", param_hint="--method")
     if suite not in ("x25519", "mlkem768-x25519"):
         raise typer.BadParameter("use x25519 or mlkem768-x25519", param_hint="--suite")
+    if enrolment not in ("tokens", "open"):
+        raise typer.BadParameter("use tokens or open", param_hint="--enrolment")
     with ExitStack() as stack:
         bars: dict[str, tuple[Any, int]] = {}  # stage -> (advance, users acknowledged so far)
 
@@ -158,6 +173,8 @@ def simulate(
             local_suppression=local_suppression,
             suite=suite,  # type: ignore[arg-type]
             batch_threshold=batch_threshold,
+            min_batch=min_batch,
+            enrolment=enrolment,  # type: ignore[arg-type]
             users_per_request=per_request,
             seed=seed,
             workdir=workdir,
@@ -173,7 +190,8 @@ def _render(result: Any) -> None:
     plan = result.plan
     stdout.print(
         f"[bold]{result.n_round1:,}[/] users in round 1, [bold]{result.n_round2:,}[/] in round 2 "
-        f"({result.setting} setting, {result.suite}); {result.seconds['total']:.1f} s"
+        f"({result.setting} setting, {result.suite}, enrolment {result.enrolment}); "
+        f"{result.seconds['total']:.1f} s"
     )
     marg = Table("feature", "values", "rarest value (users)", title="Round 1: marginals the curator counted")
     for f, counts in result.marginals.items():

@@ -1,8 +1,11 @@
-"""The user's device over HTTP: fetch the public keys, spec and plan; submit both rounds."""
+"""The user's device over HTTP. It talks to the shuffler only: the curator's and analyst's keys,
+the spec and the plan come relayed by the shuffler and signed by their owners, whose Ed25519
+verification keys the device pins (``key.json.verify`` of each)."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import time
 from collections.abc import Mapping, Sequence
@@ -12,14 +15,25 @@ import httpx
 
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
+from sdckit.protocol._enrol import Credential, Enrolment
+from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
 from sdckit.protocol._wire import pack_batch
 from sdckit.protocol.parties import User
 
 BATCH_MEDIA = "application/octet-stream"
-_RETRY_STATUS = {429, 502, 503, 504}
+CREDENTIAL_HEADER = "sdckit-credential"
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+"""Answers worth retrying: overload, a server error (disk full, a restart), a proxy's gateway errors."""
 NODELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 """Socket option for every client: send a request body without waiting for the header's ACK (Nagle)."""
+_JITTER = random.SystemRandom()
+
+
+def backoff(attempt: int, *, base: float = 0.1, cap: float = 4.0) -> float:
+    """Full-jitter exponential back-off: uniform in [0, min(cap, base 2^attempt)] seconds, so many
+    devices retrying after one restart do not arrive together."""
+    return _JITTER.uniform(0.0, min(cap, base * 2**attempt))
 
 
 def _raise_for(r: httpx.Response, what: str) -> None:
@@ -29,7 +43,7 @@ def _raise_for(r: httpx.Response, what: str) -> None:
         detail = r.json().get("detail", r.text)
     except ValueError:
         detail = r.text
-    if r.status_code == 401:
+    if r.status_code in (401, 403):
         raise AuthError(f"{what}: {detail}")
     if r.status_code == 400:
         raise MalformedMessageError(f"{what}: {detail}")
@@ -43,28 +57,32 @@ def submit_url(shuffler_url: str, collection: str, round_: int) -> str:
     return f"{shuffler_url.rstrip('/')}/v1/collections/{collection}/rounds/{round_}/messages"
 
 
-def _backoff(attempt: int) -> float:
-    return float(min(5.0, 0.1 * 2**attempt))
+def credential_header(credentials: Sequence[Credential]) -> dict[str, str]:
+    return {CREDENTIAL_HEADER: ",".join(c.to_text() for c in credentials)} if credentials else {}
 
 
 class Client:
-    """A user's device talking to the three services.
+    """A user's device, talking to the shuffler only.
 
     Parameters
     ----------
-    shuffler_url, curator_url, analyst_url : Base URLs of the services (``analyst_url`` for its
-        public key, needed in round 2).
+    shuffler_url : Base URL of the shuffler.
     collection : The collection id.
+    curator_verify_key, analyst_verify_key : The owners' Ed25519 verification keys
+        (``ed25519:...``), pinned out of band; every key, spec and plan relayed by the shuffler is
+        checked against them (``analyst_verify_key`` is needed for round 2 only).
+    invite : A one-time invite for a collection that admits enrolled users (:meth:`enrol`).
     timeout : Seconds per HTTP request.
-    retries : Attempts after the first on a connection error or a 429/502/503/504 answer, with
-        exponential back-off (0.1 s doubling, at most 5 s). Safe: the shuffler and the receivers
-        deduplicate, so a retried message is counted once.
+    retry_window : Seconds during which a connection error or a 429/500/502/503/504 answer is
+        retried with full-jitter exponential back-off (0.1 s doubling, at most 4 s). Safe: a
+        retried submission is recognised (same body, same credential) and counted once.
 
     Examples
     --------
     A device's whole session (services running)::
 
-        client = Client(shuffler_url=S, curator_url=C, analyst_url=A, collection="adult")
+        client = Client(shuffler_url=S, collection="adult", curator_verify_key=C, analyst_verify_key=A,
+                        invite="...")
         client.send_round1({"age": 39, "sex": "Male", "race": "White"})
         plan = client.plan()                  # None until the curator decided
         client.send_round2({"age": 39, "sex": "Male", "race": "White"}, plan=plan)
@@ -74,20 +92,26 @@ class Client:
         self,
         *,
         shuffler_url: str,
-        curator_url: str,
         collection: str,
-        analyst_url: str | None = None,
+        curator_verify_key: str,
+        analyst_verify_key: str | None = None,
+        invite: str | None = None,
         timeout: float = 30.0,
-        retries: int = 5,
+        retry_window: float = 30.0,
     ) -> None:
-        self.shuffler_url = shuffler_url
-        self.curator_url = curator_url
-        self.analyst_url = analyst_url
+        self.shuffler_url = shuffler_url.rstrip("/")
         self.collection = collection
+        self._owners = {"curator": verify_key_from_text(curator_verify_key)}
+        if analyst_verify_key:
+            self._owners["analyst"] = verify_key_from_text(analyst_verify_key)
+        self.invite = invite
         self.timeout = timeout
-        self.retries = retries
+        self.retry_window = retry_window
         self._http = httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(socket_options=NODELAY))
         self._user: User | None = None
+        self._terms: dict[str, Any] | None = None
+        self._spec: CollectionSpec | None = None
+        self.credentials: dict[int, Credential] = {}
 
     def close(self) -> None:
         self._http.close()
@@ -98,65 +122,115 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _get(self, url: str) -> httpx.Response:
-        for attempt in range(self.retries + 1):
+    def _request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        deadline = time.monotonic() + self.retry_window
+        attempt = 0
+        while True:
             try:
-                r = self._http.get(url)
-                if r.status_code not in _RETRY_STATUS or attempt == self.retries:
+                r = self._http.request(method, url, **kw)
+                if r.status_code not in RETRY_STATUS or time.monotonic() >= deadline:
                     return r
             except httpx.TransportError:
-                if attempt == self.retries:
-                    raise ProtocolError(f"cannot reach {url} after {self.retries + 1} attempts") from None
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                if time.monotonic() >= deadline:
+                    raise ProtocolError(
+                        f"cannot reach {url} within {self.retry_window:.0f} s ({attempt + 1} attempts)"
+                    ) from None
+            time.sleep(min(backoff(attempt), max(0.0, deadline - time.monotonic()) + 0.01))
+            attempt += 1
 
-    def public_key(self, base_url: str) -> PublicKey:
-        """The HPKE public key a service publishes at ``/v1/keys``."""
-        r = self._get(f"{base_url.rstrip('/')}/v1/keys")
-        _raise_for(r, f"keys of {base_url}")
-        return PublicKey.from_text(r.json()["public_key"])
+    def _owner_doc(self, path: str, kind: str, role: str) -> dict[str, Any] | None:
+        r = self._request("GET", f"{self.shuffler_url}{path}")
+        if r.status_code == 404 and kind == "plan":
+            return None
+        _raise_for(r, f"{kind} of {self.collection!r}")
+        if role not in self._owners:
+            raise ParameterError(f"give {role}_verify_key= to check the {role}'s {kind}")
+        return verify_document(r.json(), self._owners[role], kind=kind, signer=role)
+
+    def public_key(self, role: str) -> PublicKey:
+        """The HPKE public key of ``role``: the shuffler's own, or the curator's or analyst's as
+        relayed by the shuffler and checked against its owner's signature."""
+        if role == "shuffler":
+            r = self._request("GET", f"{self.shuffler_url}/v1/keys")
+            _raise_for(r, "keys of the shuffler")
+            return PublicKey.from_text(r.json()["document"]["public_key"])
+        doc = self._owner_doc(f"/v1/keys/{role}", "keys", role)
+        assert doc is not None
+        if doc.get("role") != role:
+            raise MalformedMessageError(f"the relayed keys are the {doc.get('role')}'s, not the {role}'s")
+        return PublicKey.from_text(doc["public_key"])
+
+    def _collection(self) -> tuple[CollectionSpec, dict[str, Any]]:
+        if self._spec is None or self._terms is None:
+            r = self._request("GET", f"{self.shuffler_url}/v1/collections/{self.collection}")
+            _raise_for(r, f"collection {self.collection!r}")
+            body = r.json()
+            spec = CollectionSpec.from_dict(
+                verify_document(body.get("spec"), self._owners["curator"], kind="spec", signer="curator")
+            )
+            if spec.id != self.collection:
+                raise MalformedMessageError(f"the relayed spec is for {spec.id!r}")
+            terms = body.get("enrolment", {}).get("document", {})
+            self._spec, self._terms = spec, dict(terms)
+        return self._spec, self._terms
 
     def spec(self) -> CollectionSpec:
-        r = self._get(f"{self.curator_url.rstrip('/')}/v1/collections/{self.collection}")
-        _raise_for(r, f"collection {self.collection!r}")
-        return CollectionSpec.from_dict(r.json())
+        """The collection's spec (signed by the curator, relayed by the shuffler)."""
+        return self._collection()[0]
 
     def plan(self) -> PublishedPlan | None:
-        """The published plan, or None while the curator has not decided."""
-        r = self._get(f"{self.curator_url.rstrip('/')}/v1/collections/{self.collection}/plan")
-        if r.status_code == 404:
-            return None
-        _raise_for(r, f"plan of {self.collection!r}")
-        return PublishedPlan.from_dict(r.json())
+        """The published plan (signed by the curator), or None while the curator has not decided."""
+        doc = self._owner_doc(f"/v1/collections/{self.collection}/plan", "plan", "curator")
+        return None if doc is None else PublishedPlan.from_dict(doc)
+
+    def enrol(self, invite: str | None = None) -> dict[int, Credential]:
+        """Trade a one-time invite for anonymous credentials of rounds 1 and 2 (blind evaluation:
+        the shuffler cannot link a credential to the invite it came from)."""
+        invite = invite or self.invite
+        if not invite:
+            raise ParameterError(f"collection {self.collection!r} admits enrolled users: give invite=")
+        _, terms = self._collection()
+        pending = Enrolment(self.collection)
+        r = self._request(
+            "POST",
+            f"{self.shuffler_url}/v1/collections/{self.collection}/enrol",
+            json={"users": [{"invite": invite, "blinded": pending.blinded[0]}]},
+        )
+        _raise_for(r, "enrolment")
+        self.credentials = pending.finish(r.json()["evaluated"], str(terms.get("issuer_key")))[0]
+        return self.credentials
 
     def user(self) -> User:
         """The :class:`User` for this collection (keys and spec fetched once)."""
         if self._user is None:
             self._user = User(
                 self.spec(),
-                shuffler_key=self.public_key(self.shuffler_url),
-                curator_key=self.public_key(self.curator_url),
-                analyst_key=self.public_key(self.analyst_url) if self.analyst_url else None,
+                shuffler_key=self.public_key("shuffler"),
+                curator_key=self.public_key("curator"),
+                analyst_key=self.public_key("analyst") if "analyst" in self._owners else None,
             )
         return self._user
 
-    def submit(self, round_: int, messages: Sequence[bytes]) -> dict[str, Any]:
-        """Post sealed messages to the shuffler (retrying); returns its acknowledgement."""
-        url = submit_url(self.shuffler_url, self.collection, round_)
-        body = pack_batch(messages)
-        for attempt in range(self.retries + 1):
-            try:
-                r = self._http.post(url, content=body, headers={"content-type": BATCH_MEDIA})
-                if r.status_code not in _RETRY_STATUS or attempt == self.retries:
-                    _raise_for(r, f"round {round_} submission")
-                    return dict(r.json())
-            except httpx.TransportError:
-                if attempt == self.retries:
-                    raise ProtocolError(
-                        f"cannot reach the shuffler at {url} after {self.retries + 1} attempts"
-                    ) from None
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+    def submit(
+        self, round_: int, messages: Sequence[bytes], credentials: Sequence[Credential] | None = None
+    ) -> dict[str, Any]:
+        """Post sealed messages to the shuffler (retrying); returns its acknowledgement. Without
+        ``credentials``, the device's own credential for the round is sent when the collection
+        admits enrolled users (enrolling first with ``invite`` if needed)."""
+        if credentials is None:
+            credentials = []
+            if self._collection()[1].get("enrolment") == "tokens":
+                if round_ not in self.credentials:
+                    self.enrol()
+                credentials = [self.credentials[round_]]
+        r = self._request(
+            "POST",
+            submit_url(self.shuffler_url, self.collection, round_),
+            content=pack_batch(messages),
+            headers={"content-type": BATCH_MEDIA, **credential_header(credentials)},
+        )
+        _raise_for(r, f"round {round_} submission")
+        return dict(r.json())
 
     def send_round1(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """Seal and send one message per feature of the collection."""
@@ -171,20 +245,28 @@ class Client:
 
 
 async def submit_async(
-    http: httpx.AsyncClient, url: str, messages: Sequence[bytes], *, retries: int = 8
+    http: httpx.AsyncClient,
+    url: str,
+    messages: Sequence[bytes],
+    *,
+    credentials: Sequence[Credential] = (),
+    retry_window: float = 60.0,
 ) -> dict[str, Any]:
     """Asynchronous :meth:`Client.submit` for drivers of many simulated devices."""
     body = pack_batch(messages)
-    for attempt in range(retries + 1):
+    headers = {"content-type": BATCH_MEDIA, **credential_header(credentials)}
+    deadline = time.monotonic() + retry_window
+    attempt = 0
+    while True:
         try:
-            r = await http.post(url, content=body, headers={"content-type": BATCH_MEDIA})
-            if r.status_code not in _RETRY_STATUS or attempt == retries:
+            r = await http.post(url, content=body, headers=headers)
+            if r.status_code not in RETRY_STATUS or time.monotonic() >= deadline:
                 _raise_for(r, "submission")
                 return dict(r.json())
         except httpx.TransportError:
-            if attempt == retries:
+            if time.monotonic() >= deadline:
                 raise ProtocolError(
-                    f"cannot reach the shuffler at {url} after {retries + 1} attempts"
+                    f"cannot reach the shuffler at {url} within {retry_window:.0f} s"
                 ) from None
-        await asyncio.sleep(_backoff(attempt))
-    raise AssertionError("unreachable")
+        await asyncio.sleep(backoff(attempt))
+        attempt += 1

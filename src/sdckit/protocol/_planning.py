@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from sdckit.errors import ParameterError
@@ -87,6 +88,39 @@ def _redaction_rules(
     ]
 
 
+def consistent_counts(
+    counts: Mapping[str, Mapping[str, int]], n_users: int | None = None
+) -> tuple[dict[str, Mapping[str, int]], dict[str, str]]:
+    """Split ``counts`` into the features whose totals equal ``n_users`` (default: the most common
+    total; on a tie, none is trusted) and the reasons the others are left out.
+
+    Examples
+    --------
+    >>> ok, why = consistent_counts({"a": {"1": 3}, "b": {"1": 2, "2": 1}, "c": {"1": 4}})
+    >>> sorted(ok), why
+    (['a', 'b'], {'c': 'counts 4 messages for 3 users (a stray, duplicate or missing message)'})
+    """
+    totals = {f: sum(int(n) for n in c.values()) for f, c in counts.items()}
+    if n_users is None:
+        freq = Counter(totals.values()).most_common()
+        if not freq:
+            return {}, {}
+        if len(freq) > 1 and freq[0][1] == freq[1][1]:
+            return {}, {
+                f: f"counts {t} messages; no total is shared by most features, so none is trusted "
+                "(give n_users, the complete submissions the shuffler admitted)"
+                for f, t in totals.items()
+            }
+        n_users = freq[0][0]
+    ok = {f: c for f, c in counts.items() if totals[f] == n_users}
+    why = {
+        f: f"counts {t} messages for {n_users} users (a stray, duplicate or missing message)"
+        for f, t in totals.items()
+        if t != n_users
+    }
+    return ok, why
+
+
 def decide_plan(
     counts: Mapping[str, Mapping[str, int]],
     *,
@@ -99,8 +133,14 @@ def decide_plan(
     n_release: int | None = None,
     local_suppression: bool = False,
     delta: float = 0.05,
+    n_users: int | None = None,
 ) -> PublishedPlan:
     """Decide which features are released, with :func:`sdckit.risk.plan_release`.
+
+    A feature whose counts do not add up to the number of users (``n_users``, e.g. the complete
+    submissions the shuffler admitted; default: the most common total over the features) holds a
+    stray, duplicate or missing message; it is left out of the plan (reason in ``excluded``) and
+    the others are planned, so one stray message cannot block planning (:func:`consistent_counts`).
 
     Parameters
     ----------
@@ -120,11 +160,39 @@ def decide_plan(
         breaks the budget the plan is made without local suppression.
     delta : The plan's bound holds with probability >= 1 - delta (statistical setting: over the
         round-1 sample; with local suppression: over the decoys' coins; with both, >= 1 - 2 delta).
+    n_users : Users counted in round 1; features whose total differs are left out.
     """
     from sdckit.risk import Marginals, plan_release
 
     if not isinstance(k, int) or k < 1:
         raise ParameterError(f"k={k!r}: give a group size >= 1 (users)")
+    counts, inconsistent = consistent_counts(counts, n_users)
+    if not counts:
+        return PublishedPlan(
+            collection=collection,
+            columns=(),
+            k=k,
+            budget=float(budget),
+            bound=0.0,
+            method="nothing released: no feature's counts add up to the users",
+            excluded=inconsistent,
+            n_round1=int(n_users or 0),
+            setting=setting,
+        )
+    if inconsistent:
+        kept = decide_plan(
+            counts,
+            collection=collection,
+            k=k,
+            budget=budget,
+            method=method,
+            weights=weights,
+            setting=setting,
+            n_release=n_release,
+            local_suppression=local_suppression,
+            delta=delta,
+        )
+        return replace(kept, excluded={**inconsistent, **kept.excluded})
     # statistical setting: plan on the raw sample marginals. Which values are rare depends on the
     # sample, which the DKW step does not cover; redacting them in the fresh release only coarsens
     # it, so the raw bound stays valid for it.

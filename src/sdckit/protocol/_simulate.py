@@ -13,15 +13,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import numpy as np
 
 from sdckit._io import DataSource, read_data
 from sdckit.errors import ParameterError, ProtocolError
-from sdckit.protocol._client import NODELAY, Client, submit_async, submit_url
+from sdckit.protocol._client import NODELAY, RETRY_STATUS, backoff, submit_async, submit_url
 from sdckit.protocol._crypto import PublicKey, SuiteName
+from sdckit.protocol._enrol import Credential, Enrolment
 from sdckit.protocol._planning import PlanMethod
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan, Setting
 from sdckit.protocol._wire import REDACTED, decode_value, encode_value, pack_feature_length, pack_row_length
@@ -62,6 +63,8 @@ class SimulationResult:
     """Wall-clock seconds per stage."""
     users_per_second: Mapping[str, float] = field(default_factory=dict)
     """Throughput per stage (users / stage seconds)."""
+    enrolment: str = "tokens"
+    """``tokens`` (every user enrolled, one anonymous credential per round) or ``open``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,31 +83,69 @@ class SimulationResult:
             "tallies": {k: dict(v) for k, v in self.tallies.items()},
             "seconds": dict(self.seconds),
             "users_per_second": dict(self.users_per_second),
+            "enrolment": self.enrolment,
         }
 
 
 # ------------------------------------------------------------------------- encoding in worker processes
 
 _WORKER_USER: User | None = None
+_WORKER_ENROL: tuple[str, str, httpx.Client] | None = None  # (enrol URL, issuer key, client)
 
 
-def _init_worker(spec: dict[str, Any], keys: dict[str, str]) -> None:
-    global _WORKER_USER
+def _init_worker(spec: dict[str, Any], keys: dict[str, str], enrol: tuple[str, str] | None = None) -> None:
+    global _WORKER_USER, _WORKER_ENROL
     _WORKER_USER = User(
         CollectionSpec.from_dict(spec),
         shuffler_key=PublicKey.from_text(keys["shuffler"]),
         curator_key=PublicKey.from_text(keys["curator"]),
         analyst_key=PublicKey.from_text(keys["analyst"]),
     )
+    if enrol is not None:
+        transport = httpx.HTTPTransport(socket_options=NODELAY)
+        _WORKER_ENROL = (enrol[0], enrol[1], httpx.Client(timeout=120.0, transport=transport))
 
 
-def _encode_chunk(round_: int, rows: list[dict[str, Any]], plan: dict[str, Any] | None) -> list[bytes]:
+def _enrol_users(invites: list[str], rounds: tuple[int, ...]) -> list[dict[int, Credential]]:
+    """Each device's enrolment (blinded token inputs, one invite each), sent in one request as a
+    gateway would; returns the unblinded, checked credentials."""
+    if _WORKER_ENROL is None or _WORKER_USER is None:
+        raise ProtocolError("the worker was not initialised for enrolment")
+    url, issuer_key, http = _WORKER_ENROL
+    pending = Enrolment(_WORKER_USER.spec.id, rounds, users=len(invites))
+    body = {"users": [{"invite": i, "blinded": b} for i, b in zip(invites, pending.blinded, strict=True)]}
+    deadline = time.monotonic() + 60.0
+    attempt = 0
+    while True:
+        try:
+            r = http.post(url, json=body)
+            if r.status_code not in RETRY_STATUS or time.monotonic() >= deadline:
+                break
+        except httpx.TransportError:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(backoff(attempt))
+        attempt += 1
+    if r.status_code != 200:
+        raise ProtocolError(f"enrolment refused: HTTP {r.status_code}: {r.text[:300]}")
+    return pending.finish(r.json()["evaluated"], issuer_key)
+
+
+def _encode_chunk(
+    round_: int,
+    rows: list[dict[str, Any]],
+    plan: dict[str, Any] | None,
+    invites: list[str] | None = None,
+    rounds: tuple[int, ...] = (1, 2),
+) -> tuple[list[bytes], list[dict[int, Credential]]]:
+    """The chunk's sealed messages, and (with invites) its users' fresh credentials."""
     user = _WORKER_USER
     assert user is not None, "worker not initialised"
+    creds = _enrol_users(invites, rounds) if invites else []
     if round_ == 1:
-        return [m for row in rows for m in user.round1(row)]
+        return [m for row in rows for m in user.round1(row)], creds
     p = PublishedPlan.from_dict(plan or {})
-    return [user.round2(row, p) for row in rows]
+    return [user.round2(row, p) for row in rows], creds
 
 
 def _ping() -> None:
@@ -161,6 +202,8 @@ async def _drive(
     plan: dict[str, Any] | None,
     pool: ProcessPoolExecutor,
     *,
+    invites: Sequence[list[str]] | None,
+    held: list[list[dict[int, Credential]]],
     concurrency: int,
     progress: Progress,
     stage: str,
@@ -173,15 +216,19 @@ async def _drive(
     transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=NODELAY)
     async with httpx.AsyncClient(timeout=120.0, transport=transport) as http:
 
-        async def one(rows: list[dict[str, Any]]) -> None:
+        async def one(i: int, rows: list[dict[str, Any]]) -> None:
             nonlocal done
             async with sem:
-                messages = await loop.run_in_executor(pool, _encode_chunk, round_, rows, plan)
-                await submit_async(http, url, messages)
+                fresh = invites[i] if invites is not None and not held[i] else None
+                messages, creds = await loop.run_in_executor(pool, _encode_chunk, round_, rows, plan, fresh)
+                if creds:
+                    held[i] = creds
+                credentials = [c[round_] for c in held[i]] if held[i] else []
+                await submit_async(http, url, messages, credentials=credentials)
                 done += len(rows)
                 progress(stage, done, total)
 
-        await asyncio.gather(*(one(c) for c in chunks))
+        await asyncio.gather(*(one(i, c) for i, c in enumerate(chunks)))
 
 
 def _wait_delivered(
@@ -221,6 +268,8 @@ def simulate(
     local_suppression: bool = False,
     suite: SuiteName = "x25519",
     batch_threshold: int = 1000,
+    min_batch: int | None = None,
+    enrolment: Literal["tokens", "open"] = "tokens",
     users_per_request: int = 32,
     concurrency: int = 8,
     workers: int = 2,
@@ -251,6 +300,11 @@ def simulate(
         ``round1_users`` of them (default half) take part in round 1 and the others in round 2.
     method : Bound of the planner. local_suppression : Publish redaction rules (seed §8).
     suite : HPKE suite. batch_threshold : The shuffler's batch threshold (messages).
+    min_batch : Fewest users per forwarded batch (default: the batch threshold, at most the users
+        of a round).
+    enrolment : ``"tokens"``: every user enrols with a one-time invite and submits each round with
+        an anonymous single-use credential (enrolment is timed within round 1); ``"open"``: no
+        credentials (no protection against fake users).
     users_per_request, concurrency, workers : Users per HTTP request, requests in flight, and
         processes sealing messages.
     seed : Seed of the user sampling (not of any cryptographic randomness).
@@ -295,36 +349,57 @@ def simulate(
     with tempfile.TemporaryDirectory(prefix="sdckit-sim-") as tmp:
         root = Path(workdir) if workdir is not None else Path(tmp)
         t0 = time.perf_counter()
+        floor = max(1, min(batch_threshold, len(rows1), len(rows2)))
         with (
-            LocalDeployment(root, suite=suite, batch_threshold=batch_threshold) as dep,
+            LocalDeployment(
+                root, suite=suite, batch_threshold=batch_threshold, min_batch=min(min_batch or floor, floor)
+            ) as dep,
             dep.admin() as admin,
         ):
             urls = dep.urls
-            admin.put(
-                f"{urls['curator']}/admin/v1/collections/{collection}", json=spec.to_dict()
-            ).raise_for_status()
-            with Client(
-                shuffler_url=urls["shuffler"],
-                curator_url=urls["curator"],
-                analyst_url=urls["analyst"],
-                collection=collection,
-            ) as client:
+            dep.create(spec, enrolment=enrolment)
+            with dep.client(collection) as client:
                 keys = {
-                    role: client.public_key(urls[role]).to_text()
-                    for role in ("shuffler", "curator", "analyst")
+                    role: client.public_key(role).to_text() for role in ("shuffler", "curator", "analyst")
                 }
+                terms = client._collection()[1]
+            enrol_cfg = None
+            invites1: list[list[str]] | None = None
+            invites2: list[list[str]] | None = None
+            if enrolment == "tokens":
+                enrol_cfg = (
+                    f"{urls['shuffler']}/v1/collections/{collection}/enrol",
+                    str(terms["issuer_key"]),
+                )
+                codes = dep.invites(collection, len(rows1) + (len(rows2) if setting == "statistical" else 0))
+                invites1 = _chunks(codes[: len(rows1)], users_per_request)
+                invites2 = (
+                    _chunks(codes[len(rows1) :], users_per_request) if setting == "statistical" else None
+                )
             seconds["startup"] = time.perf_counter() - t0
             # fork (POSIX) starts workers without re-importing the caller's __main__; they are
             # started here, before any thread or event loop exists in this process
             ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            # an enrolling worker waits for the shuffler's answer half of the time: twice as many
+            # processes keep the same CPU busy (the CPU work per user is the same)
+            n_proc = workers * (2 if enrol_cfg else 1)
             with ProcessPoolExecutor(
-                workers, mp_context=ctx, initializer=_init_worker, initargs=(spec.to_dict(), keys)
+                n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec.to_dict(), keys, enrol_cfg)
             ) as pool:
-                for f in [pool.submit(_ping) for _ in range(workers)]:
+                for f in [pool.submit(_ping) for _ in range(n_proc)]:
                     f.result()
 
+                held: dict[int, list[list[dict[int, Credential]]]] = {}
+
                 def run(round_: int, rs: list[dict[str, Any]], plan: dict[str, Any] | None) -> None:
-                    chunks = [rs[i : i + users_per_request] for i in range(0, len(rs), users_per_request)]
+                    chunks = _chunks(rs, users_per_request)
+                    invites = (
+                        invites1 if round_ == 1 else (invites2 if setting == "statistical" else invites1)
+                    )
+                    if round_ == 1 or setting == "statistical":
+                        held[round_] = [[] for _ in chunks]
+                    else:  # the same users: their round-2 credentials came with round 1
+                        held[round_] = held[1]
                     asyncio.run(
                         _drive(
                             submit_url(urls["shuffler"], collection, round_),
@@ -332,6 +407,8 @@ def simulate(
                             round_,
                             plan,
                             pool,
+                            invites=invites,
+                            held=held[round_],
                             concurrency=concurrency,
                             progress=report,
                             stage=f"round {round_}",
@@ -360,8 +437,11 @@ def simulate(
                 )
                 if r.status_code != 200:
                     raise ProtocolError(f"the curator could not decide: {r.json().get('detail', r.text)}")
-                plan_dict = httpx.get(f"{urls['curator']}/v1/collections/{collection}/plan").json()
-                plan = PublishedPlan.from_dict(plan_dict)
+                with dep.client(collection) as client:  # the plan as devices get it: relayed, signed
+                    published = client.plan()
+                if published is None:
+                    raise ProtocolError("the shuffler does not relay the curator's plan")
+                plan, plan_dict = published, published.to_dict()
                 marg = admin.get(f"{urls['curator']}/admin/v1/collections/{collection}/marginals").json()[
                     "counts"
                 ]
@@ -423,7 +503,12 @@ def simulate(
         tallies={**shuffler_stats, "curator": curator_tally, "analyst": analyst_tally},
         seconds=seconds,
         users_per_second=ups,
+        enrolment=enrolment,
     )
+
+
+def _chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
 def _fitting_pad(default: int, lengths: Iterable[int]) -> int:

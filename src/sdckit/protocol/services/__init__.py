@@ -1,11 +1,14 @@
 """The protocol as web services: one FastAPI app per role, SQLite storage, a config file each.
 
 Start one with ``sdckit protocol serve shuffler|curator|analyst --config FILE`` (or
-``python -m sdckit.protocol.services ROLE --config FILE``). See :mod:`._apps` for the endpoints.
+``python -m sdckit.protocol.services ROLE --config FILE``). One module per role (:mod:`._shuffler`, :mod:`._curator`, :mod:`._analyst`) and :mod:`._common`.
 """
 
-from sdckit.protocol.services._apps import analyst_app, build_app, curator_app, serve, shuffler_app
+from sdckit.protocol.services._analyst import analyst_app
 from sdckit.protocol.services._config import ROLES, Role, ServiceConfig, load_config
+from sdckit.protocol.services._curator import curator_app
+from sdckit.protocol.services._serve import build_app, serve
+from sdckit.protocol.services._shuffler import shuffler_app
 from sdckit.protocol.services._store import AnalystStore, CuratorStore, ShufflerStore
 
 __all__ = [

@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from sdckit.errors import SdcError
-from sdckit.protocol.services._apps import serve
 from sdckit.protocol.services._config import ROLES, load_config
+from sdckit.protocol.services._serve import serve
 
 
 def main(argv: list[str] | None = None) -> int:

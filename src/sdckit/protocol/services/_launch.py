@@ -17,8 +17,10 @@ from typing import Any
 import httpx
 
 from sdckit.errors import ProtocolError
+from sdckit.protocol._client import Client
 from sdckit.protocol._crypto import SuiteName
 from sdckit.protocol._keyfile import generate_key_file
+from sdckit.protocol._spec import CollectionSpec
 from sdckit.protocol.services._config import ROLES, Role
 
 
@@ -42,7 +44,11 @@ class LocalDeployment:
     batch_threshold: int = 100
     poll_seconds: float = 0.1
     max_body_bytes: int = 8 * 1024 * 1024
-    startup_timeout: float = 30.0
+    min_batch: int = 0
+    """Fewest users per forwarded batch (0: the batch threshold)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """More settings of the shuffler's config (e.g. ``at_close``, ``quarantine_after``)."""
+    startup_timeout: float = 120.0  # generous: a shared machine can take long to import
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     relay_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     urls: dict[str, str] = field(default_factory=dict)
@@ -61,6 +67,8 @@ class LocalDeployment:
             d.mkdir(parents=True, exist_ok=True)
             if not (d / "key.json").exists():
                 generate_key_file(d / "key.json", suite=self.suite)
+        for role in ROLES:
+            d = self.workdir / role
             cfg: dict[str, Any] = {
                 "role": role,
                 "key_file": "key.json",
@@ -75,13 +83,52 @@ class LocalDeployment:
                 cfg.update(
                     curator_url=self.urls["curator"],
                     analyst_url=self.urls["analyst"],
+                    curator_verify_key=self.verify_key("curator"),
+                    analyst_verify_key=self.verify_key("analyst"),
                     batch_threshold=self.batch_threshold,
+                    min_batch=self.min_batch,
                     poll_seconds=self.poll_seconds,
+                    forward_max_bytes=min(4 * 1024 * 1024, self.max_body_bytes),
+                    **self.options,
                 )
             path = self.config_path(role)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
                 json.dump(cfg, fh, indent=2)
+
+    def verify_key(self, role: str) -> str:
+        """The Ed25519 verification key of ``role`` (``key.json.verify``), as devices pin it."""
+        return (self.workdir / role / "key.json.verify").read_text().strip()
+
+    def client(self, collection: str, *, invite: str | None = None, **kw: Any) -> Client:
+        """A device's :class:`Client` (shuffler URL and pinned verification keys filled in)."""
+        return Client(
+            shuffler_url=self.urls["shuffler"],
+            collection=collection,
+            curator_verify_key=self.verify_key("curator"),
+            analyst_verify_key=self.verify_key("analyst"),
+            invite=invite,
+            **kw,
+        )
+
+    def create(self, spec: CollectionSpec, *, enrolment: str = "tokens") -> None:
+        """Create ``spec`` at the curator and register it at the shuffler."""
+        with self.admin() as admin:
+            r = admin.put(f"{self.urls['curator']}/admin/v1/collections/{spec.id}", json=spec.to_dict())
+            r.raise_for_status()
+            r = admin.put(
+                f"{self.urls['shuffler']}/admin/v1/collections/{spec.id}", json={"enrolment": enrolment}
+            )
+            r.raise_for_status()
+
+    def invites(self, collection: str, n: int) -> list[str]:
+        """Mint ``n`` one-time invites at the shuffler."""
+        with self.admin() as admin:
+            r = admin.post(
+                f"{self.urls['shuffler']}/admin/v1/collections/{collection}/invites", json={"n": n}
+            )
+            r.raise_for_status()
+            return list(r.json()["invites"])
 
     def spawn(self, role: Role) -> None:
         """Start one role's process (without waiting for it)."""
@@ -143,6 +190,12 @@ class LocalDeployment:
         if proc is not None and proc.poll() is None:
             proc.send_signal(sig)
             proc.wait(timeout=10)
+
+    def cpu_seconds(self, role: Role) -> float:
+        """CPU time (user + system) the process of ``role`` has used so far (Linux ``/proc``)."""
+        pid = self.processes[role].pid
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop_role(self, role: str, timeout: float = 5.0) -> None:
         proc = self.processes.pop(role, None)

@@ -66,7 +66,13 @@ class _Store:
 
 
 class ShufflerStore(_Store):
-    """The shuffler's pool: stripped (inner) ciphertexts keyed by their SHA-256, per round."""
+    """The shuffler's state: registered collections, invites, spent credentials (hashes of their
+    nonces), and the pool of stripped (inner) ciphertexts keyed by their SHA-256, per round.
+
+    Nothing of a forwarded message or of the arrival order stays on disk: deletes overwrite the
+    freed cells (``secure_delete``) and :meth:`checkpoint` moves the write-ahead log into the
+    database (whose B-trees are ordered by hash) and truncates it to zero bytes.
+    """
 
     SCHEMA = (
         "CREATE TABLE IF NOT EXISTS pool (id BLOB NOT NULL, collection TEXT NOT NULL, round INTEGER NOT NULL,"
@@ -74,27 +80,149 @@ class ShufflerStore(_Store):
         "CREATE TABLE IF NOT EXISTS stats (collection TEXT NOT NULL, round INTEGER NOT NULL,"
         " received INTEGER NOT NULL DEFAULT 0, duplicates INTEGER NOT NULL DEFAULT 0,"
         " rejected INTEGER NOT NULL DEFAULT 0, forwarded INTEGER NOT NULL DEFAULT 0,"
-        " flushed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (collection, round)) WITHOUT ROWID",
+        " flushed INTEGER NOT NULL DEFAULT 0, dropped INTEGER NOT NULL DEFAULT 0,"
+        " users INTEGER NOT NULL DEFAULT 0, refusals INTEGER NOT NULL DEFAULT 0,"
+        " quarantined INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (collection, round)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS collections (id TEXT PRIMARY KEY, spec TEXT NOT NULL,"
+        " policy TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS invites (collection TEXT NOT NULL, code BLOB NOT NULL, used BLOB,"
+        " PRIMARY KEY (collection, code)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS spent (collection TEXT NOT NULL, round INTEGER NOT NULL, id BLOB NOT NULL,"
+        " body BLOB NOT NULL, PRIMARY KEY (collection, round, id)) WITHOUT ROWID",
+    )
+    _STAT_KEYS = (
+        "received",
+        "duplicates",
+        "rejected",
+        "forwarded",
+        "flushed",
+        "dropped",
+        "users",
+        "refusals",
+        "quarantined",
     )
 
     def _stat(self, cur: sqlite3.Cursor, collection: str, round_: int) -> None:
         cur.execute("INSERT OR IGNORE INTO stats (collection, round) VALUES (?, ?)", (collection, round_))
 
-    def add(self, collection: str, round_: int, inner: Sequence[bytes]) -> int:
-        """Pool ``inner`` ciphertexts; returns how many were new (an identical resubmission is a no-op)."""
+    # ------------------------------------------------------------------------------ collections
+
+    def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
+        with self.tx() as cur:
+            cur.execute(
+                "INSERT INTO collections (id, spec, policy, expires) VALUES (?, ?, ?, ?) ON CONFLICT (id)"
+                " DO UPDATE SET spec = excluded.spec, policy = excluded.policy, expires = excluded.expires",
+                (collection, json.dumps(spec), json.dumps(policy), expires),
+            )
+
+    def collections(self) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
+        with self._lock:
+            rows = self._con.execute("SELECT id, spec, policy, expires FROM collections").fetchall()
+        return {c: (json.loads(s), json.loads(p), float(e)) for c, s, p, e in rows}
+
+    def forget(self, collection: str) -> int:
+        """Remove an (expired) collection and all its state; returns the pooled messages dropped."""
+        with self.tx() as cur:
+            (n,) = cur.execute("SELECT COUNT(*) FROM pool WHERE collection = ?", (collection,)).fetchone()
+            for table, col in (
+                ("pool", "collection"),
+                ("stats", "collection"),
+                ("invites", "collection"),
+                ("spent", "collection"),
+                ("collections", "id"),
+            ):
+                cur.execute(f"DELETE FROM {table} WHERE {col} = ?", (collection,))
+        self.checkpoint()
+        return int(n)
+
+    # ---------------------------------------------------------------------------- credentials
+
+    def add_invites(self, collection: str, codes: Sequence[bytes]) -> None:
+        with self.tx() as cur:
+            cur.executemany(
+                "INSERT OR IGNORE INTO invites (collection, code) VALUES (?, ?)",
+                [(collection, c) for c in codes],
+            )
+
+    def use_invites(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
+        """Spend invites (code hash, request hash), all or none. Returns the problems (empty: spent).
+        An invite spent by the same request (a retry) passes again."""
+        problems: list[str] = []
+        with self.tx() as cur:
+            for i, (code, req) in enumerate(uses):
+                row = cur.execute(
+                    "SELECT used FROM invites WHERE collection = ? AND code = ?", (collection, code)
+                ).fetchone()
+                if row is None:
+                    problems.append(f"user {i}: unknown invite")
+                elif row[0] is not None and row[0] != req:
+                    problems.append(f"user {i}: invite already used")
+            if problems:
+                return problems
+            cur.executemany(
+                "UPDATE invites SET used = ? WHERE collection = ? AND code = ?",
+                [(req, collection, code) for code, req in uses],
+            )
+        return []
+
+    def spent_status(self, collection: str, round_: int, ids: Sequence[bytes], body: bytes) -> str:
+        """``"fresh"`` (none spent), ``"replay"`` (all spent by this very body: a retry) or ``"used"``."""
+        with self._lock:
+            rows = self._con.execute(
+                f"SELECT body FROM spent WHERE collection = ? AND round = ? AND id IN ({','.join('?' * len(ids))})",
+                (collection, round_, *ids),
+            ).fetchall()
+        if not rows:
+            return "fresh"
+        return "replay" if len(rows) == len(ids) and all(r[0] == body for r in rows) else "used"
+
+    # ----------------------------------------------------------------------------------- pool
+
+    def add(
+        self,
+        collection: str,
+        round_: int,
+        inner: Sequence[bytes],
+        *,
+        users: int = 0,
+        spend: Sequence[bytes] = (),
+        body: bytes = b"",
+    ) -> int:
+        """Pool ``inner`` ciphertexts of ``users`` users and spend their credentials (``spend``, in
+        the same transaction); returns how many messages were new (an identical resubmission is a
+        no-op). Raises :class:`KeyError` if a credential was spent meanwhile."""
         rows = [(hashlib.sha256(m).digest(), collection, round_, m) for m in inner]
         with self.tx() as cur:
             self._stat(cur, collection, round_)
+            if spend:
+                marks = ",".join("?" * len(spend))
+                sql = f"SELECT COUNT(*) FROM spent WHERE collection = ? AND round = ? AND id IN ({marks})"
+                if cur.execute(sql, (collection, round_, *spend)).fetchone()[0]:
+                    raise KeyError("credential already spent")
+                cur.executemany(
+                    "INSERT INTO spent (collection, round, id, body) VALUES (?, ?, ?, ?)",
+                    [(collection, round_, i, body) for i in spend],
+                )
             before = self._con.total_changes
             cur.executemany(
                 "INSERT OR IGNORE INTO pool (id, collection, round, msg) VALUES (?, ?, ?, ?)", rows
             )
             new = self._con.total_changes - before
             cur.execute(
-                "UPDATE stats SET received = received + ?, duplicates = duplicates + ? WHERE collection = ? AND round = ?",
-                (new, len(rows) - new, collection, round_),
+                "UPDATE stats SET received = received + ?, duplicates = duplicates + ?, users = users + ?"
+                " WHERE collection = ? AND round = ?",
+                (new, len(rows) - new, users, collection, round_),
             )
         return new
+
+    def duplicate(self, collection: str, round_: int, n: int) -> None:
+        """Count ``n`` messages of a replayed body (recognised by its hash, never pooled again)."""
+        with self.tx() as cur:
+            self._stat(cur, collection, round_)
+            cur.execute(
+                "UPDATE stats SET duplicates = duplicates + ? WHERE collection = ? AND round = ?",
+                (n, collection, round_),
+            )
 
     def reject(self, collection: str, round_: int, n: int) -> None:
         with self.tx() as cur:
@@ -111,50 +239,99 @@ class ShufflerStore(_Store):
                 "UPDATE stats SET flushed = 1 WHERE collection = ? AND round = ?", (collection, round_)
             )
 
-    def due(self, threshold: int) -> list[tuple[str, int]]:
-        """(collection, round) pairs whose pool reached ``threshold`` or whose round is flushed.
+    def due(self) -> list[tuple[str, int, int, bool]]:
+        """(collection, round, pooled, flushed) of every pool holding messages and not quarantined.
 
-        Reads the counters only (pooled = received - forwarded: every pooled message was counted
-        once when it was inserted and once when it was deleted), so polling costs O(rounds)."""
+        Reads the counters only (pooled = received - forwarded - dropped), so polling costs O(rounds)."""
         with self._lock:
             rows = self._con.execute(
-                "SELECT collection, round, received - forwarded, flushed FROM stats WHERE received > forwarded"
+                "SELECT collection, round, received - forwarded - dropped, flushed FROM stats"
+                " WHERE received > forwarded + dropped AND quarantined = 0"
             ).fetchall()
-        return [(c, r) for c, r, n, flushed in rows if n >= threshold or flushed]
+        return [(c, int(r), int(n), bool(f)) for c, r, n, f in rows]
 
     def take(self, collection: str, round_: int, limit: int = 1_000_000) -> list[tuple[bytes, bytes]]:
-        """(id, msg) of the pooled messages of a round (storage order; permute before use)."""
+        """(id, msg) of up to ``limit`` pooled messages of a round, in hash order (a subset that
+        does not depend on arrival; permute before use)."""
         with self._lock:
             return self._con.execute(
                 "SELECT id, msg FROM pool WHERE collection = ? AND round = ? LIMIT ?",
                 (collection, round_, limit),
             ).fetchall()
 
-    def delete(self, collection: str, round_: int, ids: Sequence[bytes]) -> None:
-        """Delete what the next hop acknowledged."""
+    def delete(self, collection: str, round_: int, ids: Sequence[bytes], *, dropped: bool = False) -> None:
+        """Delete what the next hop acknowledged (or what is dropped) and count it."""
+        column = "dropped" if dropped else "forwarded"
         with self.tx() as cur:
             cur.executemany(
                 "DELETE FROM pool WHERE collection = ? AND round = ? AND id = ?",
                 [(collection, round_, i) for i in ids],
             )
             cur.execute(
-                "UPDATE stats SET forwarded = forwarded + ? WHERE collection = ? AND round = ?",
+                f"UPDATE stats SET {column} = {column} + ?, refusals = 0 WHERE collection = ? AND round = ?",
                 (len(ids), collection, round_),
             )
+
+    def drop_pool(self, collection: str, round_: int) -> int:
+        """Drop every pooled message of a round (counted as dropped); returns how many."""
+        ids = [i for i, _ in self.take(collection, round_)]
+        self.delete(collection, round_, ids, dropped=True)
+        self.set_quarantine(collection, round_, False)
+        self.checkpoint()
+        return len(ids)
+
+    def refused(self, collection: str, round_: int, quarantine_after: int) -> bool:
+        """Count a refusal by the next hop; returns whether the pool is now quarantined."""
+        with self.tx() as cur:
+            cur.execute(
+                "UPDATE stats SET refusals = refusals + 1, quarantined = (refusals + 1 >= ?)"
+                " WHERE collection = ? AND round = ?",
+                (quarantine_after, collection, round_),
+            )
+            row = cur.execute(
+                "SELECT quarantined FROM stats WHERE collection = ? AND round = ?", (collection, round_)
+            ).fetchone()
+        return bool(row and row[0])
+
+    def set_quarantine(self, collection: str, round_: int, on: bool) -> None:
+        with self.tx() as cur:
+            cur.execute(
+                "UPDATE stats SET quarantined = ?, refusals = 0 WHERE collection = ? AND round = ?",
+                (int(on), collection, round_),
+            )
+
+    def quarantined(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT collection, round, received - forwarded - dropped FROM stats WHERE quarantined = 1"
+            ).fetchall()
+        return [{"collection": c, "round": int(r), "pooled": int(n)} for c, r, n in rows]
+
+    def checkpoint(self) -> None:
+        """Move the write-ahead log into the database and truncate it to zero bytes."""
+        with self._lock:
+            self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def stats(self, collection: str, round_: int) -> dict[str, int]:
         with self._lock:
             row = self._con.execute(
-                "SELECT received, duplicates, rejected, forwarded, flushed FROM stats WHERE collection = ? AND round = ?",
+                f"SELECT {', '.join(self._STAT_KEYS)} FROM stats WHERE collection = ? AND round = ?",
                 (collection, round_),
             ).fetchone()
             pooled = self._con.execute(
                 "SELECT COUNT(*) FROM pool WHERE collection = ? AND round = ?", (collection, round_)
             ).fetchone()[0]
-        keys = ("received", "duplicates", "rejected", "forwarded", "flushed")
-        out = dict(zip(keys, row, strict=True)) if row else dict.fromkeys(keys, 0)
+        out = dict(zip(self._STAT_KEYS, row, strict=True)) if row else dict.fromkeys(self._STAT_KEYS, 0)
         out["pooled"] = int(pooled)
         return out
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table (tests: an unregistered collection leaves nothing behind)."""
+        with self._lock:
+            return {
+                t: int(self._con.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
+                for t in ("pool", "stats", "collections", "invites", "spent")
+            }
 
 
 class _ReceiverStore(_Store):

@@ -1,0 +1,169 @@
+"""Anonymous single-use credentials per round, as Privacy Pass issuance with a VOPRF (RFC 9578
+type 1 style, on RFC 9497 ristretto255-SHA512 from the ``voprf`` package; nothing here implements
+a primitive).
+
+* The shuffler holds one VOPRF key per collection (derived from a 32-byte secret seed with
+  ``DeriveKeyPair(seed, "sdckit/enrol/v1|<collection>")``) and publishes its public key, signed.
+* A device with a one-time **invite** (minted by the shuffler's admin and handed out by whoever
+  decides who is a real participant) picks a random 32-byte nonce per round and sends the
+  **blinded** token inputs ``"sdckit/token/v1|<collection>|round=<r>|" + nonce``; the shuffler spends
+  the invite and answers the blind evaluations with a DLEQ proof for its published key.
+* The device unblinds and verifies: its credential for round r is ``(nonce, output)``. The
+  shuffler checks one at submission by evaluating the input itself (``Evaluate``), and spends it.
+
+The issuer never saw the nonce or the output, so a credential cannot be linked to the invite it
+came from (the shuffler can still link by network address or timing; see docs/protocol.md). The
+verifier must hold the VOPRF key: tokens are privately verifiable, issuer and verifier are one party.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from voprf import ristretto
+
+from sdckit.errors import MalformedMessageError
+
+NONCE_LENGTH = 32
+_KEY_INFO = b"sdckit/enrol/v1|"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str, what: str) -> bytes:
+    if not isinstance(text, str) or len(text) > 8192:
+        raise MalformedMessageError(f"{what} is not base64url text")
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        raise MalformedMessageError(f"{what} is not base64url") from None
+
+
+def _is_panic(err: BaseException) -> bool:
+    """``voprf`` (pyo3) raises ``PanicException``, a BaseException, where it should raise
+    ValueError (e.g. a batch proof that does not verify): treat it as a refusal, never a crash."""
+    return type(err).__name__ == "PanicException"
+
+
+def token_input(collection: str, round_: int, nonce: bytes) -> bytes:
+    """The VOPRF input of a round's credential: binds it to one collection and round."""
+    return f"sdckit/token/v1|{collection}|round={round_}|".encode() + nonce
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A device's credential for one round: ``(nonce, output)``; text form ``nonce.output``."""
+
+    round_: int
+    nonce: bytes
+    output: bytes
+
+    def to_text(self) -> str:
+        return f"{_b64(self.nonce)}.{_b64(self.output)}"
+
+    @classmethod
+    def from_text(cls, text: str, round_: int) -> Credential:
+        nonce, sep, output = text.strip().partition(".")
+        if not sep:
+            raise MalformedMessageError("a credential is '<nonce>.<output>' in base64url")
+        n, o = _unb64(nonce, "the credential nonce"), _unb64(output, "the credential output")
+        if len(n) != NONCE_LENGTH or len(o) != 64:
+            raise MalformedMessageError("a credential has a 32-byte nonce and a 64-byte output")
+        return cls(round_, n, o)
+
+    @property
+    def id(self) -> bytes:
+        """What the shuffler stores to spend it: a hash of the nonce (never the output)."""
+        import hashlib
+
+        return hashlib.sha256(b"sdckit/spent/v1|" + self.nonce).digest()
+
+
+class Issuer:
+    """The shuffler's side for one collection: evaluate blinded inputs, verify and spend credentials."""
+
+    def __init__(self, seed: bytes, collection: str) -> None:
+        if len(seed) != 32:
+            raise ValueError("the enrolment seed has 32 bytes")
+        self.collection = collection
+        self._ev = ristretto.Evaluator.from_seed(seed, _KEY_INFO + collection.encode())
+
+    @property
+    def public_key(self) -> str:
+        return _b64(self._ev.public_key.serialize())
+
+    @staticmethod
+    def parse(blinded: list[str]) -> list[Any]:
+        """The blinded inputs of a request, checked to be ristretto255 elements (cheap: no
+        evaluation), so a bad request is refused before an invite is spent."""
+        if not 1 <= len(blinded) <= 4096:
+            raise MalformedMessageError("give 1 to 4096 blinded inputs")
+        try:
+            return [ristretto.BlindedInput.deserialize(_unb64(b, "a blinded input")) for b in blinded]
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+            raise
+
+    def evaluate(self, blinded: list[str] | list[Any]) -> str:
+        """Blind-evaluate the inputs of one request (one per user and round) with one batch DLEQ
+        proof (RFC 9497 §2.2.2 batching); ``blinded`` as text or as :meth:`parse` gave them."""
+        items: list[Any] = self.parse(blinded) if blinded and isinstance(blinded[0], str) else list(blinded)
+        try:
+            return _b64(self._ev.evaluate_batch(items).serialize())
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+            raise
+
+    def verify(self, cred: Credential) -> bool:
+        """Whether ``cred`` was issued by this key for this collection and its round."""
+        expected = self._ev.evaluate_known_input(token_input(self.collection, cred.round_, cred.nonce))
+        return hmac.compare_digest(expected, cred.output)
+
+
+class Enrolment:
+    """Pending enrolments of ``users`` devices (1 for a device; more for a gateway that enrols
+    several at once): blinded inputs, one per user and round (:attr:`blinded`, user by user), then
+    :meth:`finish` with the issuer's batch answer and its published key gives the credentials."""
+
+    def __init__(self, collection: str, rounds: tuple[int, ...] = (1, 2), users: int = 1) -> None:
+        self.collection = collection
+        self.rounds = rounds
+        self.users = users
+        self._nonces = [secrets.token_bytes(NONCE_LENGTH) for _ in range(users) for _ in rounds]
+        pairs = [
+            ristretto.Client.blind(token_input(collection, r, n))
+            for r, n in zip(rounds * users, self._nonces, strict=True)
+        ]
+        self._clients = [c for c, _ in pairs]
+        flat = [_b64(b.serialize()) for _, b in pairs]
+        per = len(rounds)
+        self.blinded = [flat[i * per : (i + 1) * per] for i in range(users)]
+        """The blinded inputs of each user (one per round)."""
+
+    def finish(self, evaluated: str, issuer_key: str) -> list[dict[int, Credential]]:
+        """Unblind and check the batch proof against the issuer's published key; the credentials
+        of each user, ``{round: credential}``."""
+        try:
+            out = ristretto.VerifiableBatchOutput.deserialize(_unb64(evaluated, "the evaluation"))
+            pk = ristretto.PublicKey.deserialize(_unb64(issuer_key, "the issuer key"))
+            outputs = ristretto.Client.finalize_batch(self._clients, out, pk)
+        except BaseException as err:
+            if isinstance(err, ValueError) or _is_panic(err):
+                raise MalformedMessageError(
+                    "the enrolment answer does not verify against the shuffler's published issuer key"
+                ) from None
+            raise
+        creds = [
+            Credential(r, n, bytes(o))
+            for r, n, o in zip(self.rounds * self.users, self._nonces, outputs, strict=True)
+        ]
+        per = len(self.rounds)
+        return [{c.round_: c for c in creds[i * per : (i + 1) * per]} for i in range(self.users)]

@@ -1,0 +1,612 @@
+"""The shuffler service: admits enrolled users once per round, pools stripped messages, forwards
+them shuffled in batches of at least ``min_batch`` users, and relays the curator's and analyst's
+signed keys, spec and plan to devices (so neither ever sees a device).
+
+Device routes: ``GET /v1/keys``, ``GET /v1/keys/{role}``, ``GET /v1/collections/{c}``,
+``GET /v1/collections/{c}/plan``, ``POST /v1/collections/{c}/enrol``,
+``POST /v1/collections/{c}/rounds/{r}/messages``. Admin routes: register a collection, mint
+invites, flush a round, its counters, the quarantine (inspect, retry, drop).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from sdckit.errors import MalformedMessageError
+from sdckit.protocol._client import NODELAY
+from sdckit.protocol._crypto import sealed_length
+from sdckit.protocol._enrol import Credential, Issuer
+from sdckit.protocol._keyfile import write_new_file
+from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
+from sdckit.protocol._spec import CollectionSpec
+from sdckit.protocol._wire import pack_batch, unpack_batch
+from sdckit.protocol.parties import Shuffler, secure_permutation
+from sdckit.protocol.services._common import (
+    BATCH_MEDIA,
+    EventCounter,
+    bearer,
+    check_id,
+    check_round,
+    keys_document,
+    read_body,
+    role_parts,
+)
+from sdckit.protocol.services._config import ServiceConfig
+from sdckit.protocol.services._store import ShufflerStore
+
+CREDENTIAL_HEADER = "sdckit-credential"
+"""Request header of a token-enrolled submission: one credential per user, comma-separated."""
+_BATCH_LENGTH_HEAD = 9  # b"SDCB" | version | count
+_RECENT_BODIES = 4096
+_MAX_ENROL_USERS = 256
+_MAX_INVITES = 100_000
+
+
+@dataclass
+class Registered:
+    """A collection the shuffler admits: its signed spec (checked), policy and expiry."""
+
+    spec: CollectionSpec
+    signed_spec: dict[str, Any]
+    policy: Literal["tokens", "open"]
+    expires: float
+    issuer: Issuer | None
+
+    def per_user(self, round_: int) -> int:
+        """Messages of one complete submission: one per feature in round 1, one in round 2."""
+        return len(self.spec.features) if round_ == 1 else 1
+
+    def outer_length(self, round_: int) -> int:
+        pad = self.spec.round1_pad if round_ == 1 else self.spec.round2_pad
+        return sealed_length(self.spec.suite, sealed_length(self.spec.suite, pad))
+
+
+class _RefusedError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"next hop answered {status}")
+        self.status = status
+
+
+class _Forwarder:
+    """Background thread: releases due pools in a CSPRNG permutation to the next hop, never fewer
+    than ``min_batch`` users' messages, deletes what was acknowledged, checkpoints the WAL, retries
+    with back-off, and quarantines a pool refused ``quarantine_after`` times in a row."""
+
+    def __init__(
+        self,
+        cfg: ServiceConfig,
+        store: ShufflerStore,
+        registry: dict[str, Registered],
+        events: EventCounter,
+    ) -> None:
+        self.cfg, self.store, self.registry, self.events = cfg, store, registry, events
+        self.log = events.log
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="forwarder", daemon=True)
+        self._backoff = 0.0
+        self._pair_backoff: dict[tuple[str, int], float] = {}
+        self._retry_at: dict[tuple[str, int], float] = {}
+        self._next_expiry = 0.0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        transport = httpx.HTTPTransport(socket_options=NODELAY)
+        headers = {"authorization": f"Bearer {self.cfg.relay_token}"}
+        with httpx.Client(timeout=60.0, headers=headers, transport=transport) as http:
+            while not self._stop.is_set():
+                try:
+                    self.expire()
+                    moved = self.forward_due(http)
+                    self._backoff = 0.0
+                except httpx.HTTPError as err:  # the next hop is unreachable: back off for all pools
+                    self._backoff = min(5.0, max(0.1, 2 * self._backoff))
+                    self.events.add(f"next hop unreachable ({type(err).__name__})")
+                    self._stop.wait(self._backoff)
+                    continue
+                except Exception as err:  # a bug must not stop forwarding for good: log, back off
+                    self.log.error(
+                        "forwarder error %s (the pool holds ciphertexts only); retrying in 5 s",
+                        type(err).__name__,
+                    )
+                    self._stop.wait(5.0)
+                    continue
+                if not moved:
+                    self._stop.wait(self.cfg.poll_seconds)
+
+    def expire(self) -> None:
+        """Forget collections past their expiry (their pools are dropped and counted in the log)."""
+        now = time.time()
+        if now < self._next_expiry:
+            return
+        self._next_expiry = now + 5.0
+        for cid, reg in list(self.registry.items()):
+            if reg.expires <= now:
+                dropped = self.store.forget(cid)
+                self.registry.pop(cid, None)
+                self.log.info("collection %r expired; %d pooled message(s) dropped", cid, dropped)
+
+    def forward_due(self, http: httpx.Client) -> int:
+        """Forward what is due; returns the number of messages forwarded or dropped."""
+        moved = 0
+        now = time.monotonic()
+        for collection, round_, pooled, flushed in self.store.due():
+            pair = (collection, round_)
+            reg = self.registry.get(collection)
+            if reg is None or self._retry_at.get(pair, 0.0) > now:
+                continue
+            reserve = self.cfg.min_batch_users * reg.per_user(round_)
+            if flushed:
+                if pooled >= reserve:
+                    n = pooled
+                elif self.cfg.at_close == "drop":
+                    dropped = self.store.drop_pool(collection, round_)
+                    self.log.info(
+                        "round %d of %r closed with %d message(s) below min_batch: dropped",
+                        round_,
+                        collection,
+                        dropped,
+                    )
+                    moved += dropped
+                    continue
+                else:
+                    continue  # held until enough late users join
+            elif pooled - reserve >= self.cfg.batch_threshold:
+                n = pooled - reserve  # keep a reserve: the closing batch is never small
+            else:
+                continue
+            try:
+                moved += self._forward(http, reg, collection, round_, n)
+            except _RefusedError as err:
+                delay = min(5.0, max(0.1, 2 * self._pair_backoff.get(pair, 0.0)))
+                self._pair_backoff[pair], self._retry_at[pair] = delay, now + delay
+                if self.store.refused(collection, round_, self.cfg.quarantine_after):
+                    self.log.warning(
+                        "round %d of %r quarantined after %d refusals (last %d); see "
+                        "GET /admin/v1/quarantine",
+                        round_,
+                        collection,
+                        self.cfg.quarantine_after,
+                        err.status,
+                    )
+                else:
+                    self.events.add(f"next hop refused a pool ({err.status})")
+                continue
+            self._pair_backoff.pop(pair, None)
+            self._retry_at.pop(pair, None)
+        return moved
+
+    def _chunk_messages(self, reg: Registered, round_: int) -> int:
+        inner = sealed_length(reg.spec.suite, reg.spec.round1_pad if round_ == 1 else reg.spec.round2_pad)
+        by_bytes = (self.cfg.forward_max_bytes - _BATCH_LENGTH_HEAD) // (4 + inner)
+        return max(1, min(self.cfg.forward_chunk, by_bytes))
+
+    def _forward(self, http: httpx.Client, reg: Registered, collection: str, round_: int, n: int) -> int:
+        pool = secure_permutation(self.store.take(collection, round_, n))
+        hop = self.cfg.curator_url if round_ == 1 else self.cfg.analyst_url
+        url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
+        size = self._chunk_messages(reg, round_)
+        moved = 0
+        try:
+            for start in range(0, len(pool), size):
+                chunk = pool[start : start + size]
+                r = http.post(
+                    url, content=pack_batch(m for _, m in chunk), headers={"content-type": BATCH_MEDIA}
+                )
+                if r.status_code // 100 != 2:
+                    raise _RefusedError(r.status_code)
+                self.store.delete(collection, round_, [i for i, _ in chunk])  # acknowledged: drop
+                moved += len(chunk)
+        finally:
+            if moved:
+                self.store.checkpoint()  # nothing of what was forwarded stays in the WAL
+        self.events.add(f"forwarded round {round_}", moved)
+        return moved
+
+
+class RegisterRequest(BaseModel):
+    """How the shuffler admits a collection's users."""
+
+    model_config = ConfigDict(extra="forbid")
+    enrolment: Literal["tokens", "open"] = Field(
+        ...,
+        description="tokens: one anonymous single-use credential per user and round (invites); "
+        "open: anyone may submit (no protection against fake users)",
+    )
+
+
+class InviteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int = Field(..., ge=1, le=_MAX_INVITES, description="invites to mint (one per participant)")
+
+
+class EnrolUser(BaseModel):
+    invite: str = Field(..., min_length=8, max_length=200)
+    blinded: list[str] = Field(..., min_length=1, max_length=2)
+
+
+class EnrolRequest(BaseModel):
+    users: list[EnrolUser] = Field(..., min_length=1, max_length=_MAX_ENROL_USERS)
+
+
+class _RateLimit:
+    """At most ``per_minute`` requests per key in any 60 s (memory bounded by pruning)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._hits: dict[bytes, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, key: bytes) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._hits) > 200_000:
+                self._hits = {k: q for k, q in self._hits.items() if q and now - q[-1] < 60}
+            q = self._hits.setdefault(key, deque())
+            while q and now - q[0] >= 60:
+                q.popleft()
+            if len(q) >= self.per_minute:
+                return False
+            q.append(now)
+            return True
+
+
+def _enrolment_seed(cfg: ServiceConfig) -> bytes:
+    path = Path(cfg.data_dir) / "enrolment.seed"
+    if not path.exists():
+        Path(cfg.data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_new_file(path, secrets.token_bytes(32), 0o600)
+    if path.stat().st_mode & 0o077:
+        from sdckit.errors import ConfigError
+
+        raise ConfigError(f"{str(path)!r} is readable by group or others; run `chmod 600 {path}`")
+    seed = path.read_bytes()
+    if len(seed) != 32:
+        from sdckit.errors import ConfigError
+
+        raise ConfigError(f"{str(path)!r} does not hold a 32-byte seed; remove it to start afresh")
+    return seed
+
+
+def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI:
+    """The shuffler service (see the module docstring)."""
+    from sdckit.protocol.services._common import base_app
+
+    key, signing, store, log, events = role_parts(cfg, ShufflerStore)
+    owners = {
+        "curator": verify_key_from_text(cfg.curator_verify_key),
+        "analyst": verify_key_from_text(cfg.analyst_verify_key),
+    }
+    hops = {"curator": cfg.curator_url.rstrip("/"), "analyst": cfg.analyst_url.rstrip("/")}
+    seed = _enrolment_seed(cfg)
+    shuffler = Shuffler(key, batch_threshold=cfg.batch_threshold)
+    registry: dict[str, Registered] = {}
+
+    def registered(cid: str, signed: dict[str, Any], policy: dict[str, Any], expires: float) -> Registered:
+        spec = CollectionSpec.from_dict(
+            verify_document(signed, owners["curator"], kind="spec", signer="curator")
+        )
+        mode: Literal["tokens", "open"] = "open" if policy.get("enrolment") == "open" else "tokens"
+        return Registered(spec, signed, mode, expires, Issuer(seed, cid) if mode == "tokens" else None)
+
+    for cid, (signed, policy, expires) in store.collections().items():
+        registry[cid] = registered(cid, signed, policy, expires)
+    forwarder = _Forwarder(cfg, store, registry, events)
+    relay_http = httpx.Client(
+        timeout=30.0,
+        headers={"authorization": f"Bearer {cfg.relay_token}"},
+        transport=httpx.HTTPTransport(socket_options=NODELAY, retries=2),
+    )
+    cache: dict[str, tuple[float, dict[str, Any]]] = {}
+    recent: OrderedDict[bytes, tuple[int, dict[str, Any]]] = OrderedDict()
+    recent_lock = threading.Lock()
+    limiter = _RateLimit(cfg.credential_rate)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        log.info(
+            "shuffler started (batch threshold %d, min_batch %d users)",
+            cfg.batch_threshold,
+            cfg.min_batch_users,
+        )
+        if start_forwarder:
+            forwarder.start()
+        yield
+        if start_forwarder:
+            forwarder.stop()
+        events.flush()
+        relay_http.close()
+        store.close()
+
+    app = base_app(cfg, key, "sdckit shuffler", lifespan)
+    admin = Depends(bearer(cfg.admin_token, "admin"))
+
+    def collection_of(collection: str) -> Registered:
+        reg = registry.get(check_id(collection))
+        if reg is None or reg.expires <= time.time():
+            events.add("unknown collection")
+            raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
+        return reg
+
+    def fetch(role: str, path: str, kind: str, ttl: float) -> dict[str, Any]:
+        """A signed document from its owner, checked, cached for ``ttl`` seconds."""
+        hit = cache.get(role + path)
+        if hit is not None and time.monotonic() - hit[0] < ttl:
+            return hit[1]
+        try:
+            r = relay_http.get(f"{hops[role]}{path}")
+        except httpx.HTTPError:
+            raise HTTPException(503, f"the {role} is unreachable; retry later") from None
+        if r.status_code == 404:
+            raise HTTPException(404, f"the {role} has no such document")
+        if r.status_code != 200:
+            raise HTTPException(502, f"the {role} answered {r.status_code}")
+        doc = r.json()
+        try:
+            verify_document(doc, owners[role], kind=kind, signer=role)
+        except MalformedMessageError as err:
+            raise HTTPException(502, f"the {role}'s answer is not validly signed: {err}") from None
+        cache[role + path] = (time.monotonic(), doc)
+        return dict(doc)
+
+    # ------------------------------------------------------------------------------ device routes
+
+    @app.get("/v1/keys", tags=["public"])
+    def own_keys() -> dict[str, Any]:
+        """The shuffler's HPKE public key, signed with its Ed25519 key."""
+        return keys_document(cfg, key, signing)
+
+    @app.get("/v1/keys/{role}", tags=["public"])
+    def relayed_keys(role: str) -> dict[str, Any]:
+        """The curator's or analyst's HPKE public key, signed by its owner (relayed)."""
+        if role not in hops:
+            raise HTTPException(404, "roles are curator and analyst (and /v1/keys for the shuffler)")
+        return fetch(role, "/internal/v1/keys", "keys", 60.0)
+
+    @app.get("/v1/collections/{collection}", tags=["public"])
+    def get_collection(collection: str) -> dict[str, Any]:
+        """The collection's spec signed by the curator, and the shuffler's enrolment terms signed
+        by the shuffler (policy, issuer key, min_batch)."""
+        reg = collection_of(collection)
+        terms = {
+            "collection": collection,
+            "enrolment": reg.policy,
+            "issuer_key": reg.issuer.public_key if reg.issuer else None,
+            "min_batch": cfg.min_batch_users,
+            "message_lengths": {"1": reg.outer_length(1), "2": reg.outer_length(2)},
+        }
+        return {"spec": reg.signed_spec, "enrolment": sign_document(signing, "enrolment", "shuffler", terms)}
+
+    @app.get("/v1/collections/{collection}/plan", tags=["public"])
+    def get_plan(collection: str) -> dict[str, Any]:
+        """The curator's published plan, signed by the curator (404 until decided; relayed)."""
+        collection_of(collection)
+        return fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+
+    @app.post("/v1/collections/{collection}/enrol", tags=["public"])
+    def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
+        """Spend one invite per user (all or none) and blind-evaluate its token inputs (one per
+        round). A retry with the same blinded inputs is answered again."""
+        reg = collection_of(collection)
+        if reg.issuer is None:
+            raise HTTPException(409, f"collection {collection!r} is open: no enrolment needed")
+        try:  # checked before any invite is spent
+            items = Issuer.parse([b for u in req.users for b in u.blinded])
+        except MalformedMessageError as err:
+            raise HTTPException(400, str(err)) from None
+        uses = []
+        for u in req.users:
+            code = hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest()
+            if not limiter.allow(b"invite|" + code):
+                raise HTTPException(429, "too many requests for one invite; wait a minute")
+            uses.append((code, hashlib.sha256("|".join(u.blinded).encode()).digest()))
+        problems = store.use_invites(collection, uses)
+        if problems:
+            raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
+        # one batch proof for the whole request (a device: its 2 inputs; a gateway: all of them)
+        evaluated = reg.issuer.evaluate(items)
+        return {"evaluated": evaluated, "issuer_key": reg.issuer.public_key}
+
+    def answer(h: bytes, status: int, content: dict[str, Any]) -> JSONResponse:
+        with recent_lock:
+            recent[h] = (status, content)
+            while len(recent) > _RECENT_BODIES:
+                recent.popitem(last=False)
+        return JSONResponse(content, status_code=status)
+
+    @app.post("/v1/collections/{collection}/rounds/{round_}/messages", status_code=202, tags=["public"])
+    async def submit(collection: str, round_: int, request: Request) -> Any:
+        """Submit complete submissions (round 1: one message per feature, round 2: one message, per
+        user), each message of the round's exact length, with one credential per user in the
+        ``sdckit-credential`` header unless the collection is open. All or nothing: 202 means
+        stored durably and the credentials spent; a retry of the same body is answered 202 again."""
+        reg = collection_of(collection)
+        check_round(round_)
+        body = await read_body(request, cfg.max_body_bytes, events)
+        h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
+        with recent_lock:
+            seen = recent.get(h)
+        if seen is not None:  # a replayed body costs a hash, never a decryption
+            events.add("replayed body")
+            if seen[0] == 202:
+                await run_in_threadpool(store.duplicate, collection, round_, int(seen[1]["accepted"]))
+                return JSONResponse({**seen[1], "new": 0}, status_code=202)
+            return JSONResponse(seen[1], status_code=seen[0])
+        try:
+            outer = unpack_batch(body, max_messages=cfg.max_batch_messages)
+        except MalformedMessageError as err:
+            store.reject(collection, round_, 1)
+            return answer(h, 400, {"detail": f"not a batch of messages: {err}"})
+        length = reg.outer_length(round_)
+        wrong = [i for i, m in enumerate(outer) if len(m) != length]
+        if wrong:
+            store.reject(collection, round_, len(outer))
+            detail = (
+                f"message {wrong[0]} has {len(outer[wrong[0]])} bytes; round {round_} messages have {length}"
+            )
+            return answer(h, 400, {"detail": detail})
+        per_user = reg.per_user(round_)
+        creds: list[Credential] = []
+        if reg.issuer is not None:
+            texts = [t for t in request.headers.get(CREDENTIAL_HEADER, "").split(",") if t.strip()]
+            if not texts:
+                raise HTTPException(
+                    401,
+                    f"collection {collection!r} admits enrolled users only: send "
+                    f"one credential per user in the {CREDENTIAL_HEADER} header",
+                )
+            try:
+                creds = [Credential.from_text(t, round_) for t in texts[: cfg.max_batch_messages]]
+            except MalformedMessageError as err:
+                raise HTTPException(400, str(err)) from None
+            for c in creds:
+                if not limiter.allow(c.id):
+                    raise HTTPException(429, "too many requests with one credential; wait a minute")
+            if not all(reg.issuer.verify(c) for c in creds):
+                return answer(h, 403, {"detail": "a credential was not issued for this collection and round"})
+            if len({c.id for c in creds}) != len(creds):
+                return answer(h, 400, {"detail": "a credential appears twice in one request"})
+            users = len(creds)
+        else:
+            users = len(outer) // per_user
+        if len(outer) != users * per_user or not outer:
+            store.reject(collection, round_, len(outer))
+            return answer(
+                h,
+                400,
+                {
+                    "detail": f"{len(outer)} message(s) for {users} user(s); a complete "
+                    f"submission of round {round_} has {per_user} per user"
+                },
+            )
+        ids = [c.id for c in creds]
+        if ids:
+            status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
+            if status == "used":
+                return answer(h, 409, {"detail": "a credential was already used in this round"})
+            if status == "replay":
+                return answer(h, 202, {"accepted": len(outer), "new": 0, "users": users})
+        # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
+        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
+        if error is not None:
+            store.reject(collection, round_, len(outer) - len(inner))
+            return answer(h, 400, {"detail": error})
+        try:
+            new = await run_in_threadpool(
+                lambda: store.add(collection, round_, inner, users=users, spend=ids, body=h)
+            )
+        except KeyError:
+            return answer(h, 409, {"detail": "a credential was already used in this round"})
+        return answer(h, 202, {"accepted": len(inner), "new": new, "users": users})
+
+    # ------------------------------------------------------------------------------- admin routes
+
+    @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
+    def register(collection: str, req: RegisterRequest) -> dict[str, Any]:
+        """Admit a collection: its spec is fetched from the curator and its signature checked."""
+        check_id(collection)
+        cache.pop(f"curator/internal/v1/collections/{collection}", None)
+        signed = fetch("curator", f"/internal/v1/collections/{collection}", "spec", 0.0)
+        old = registry.get(collection)
+        expires = old.expires if old else time.time() + cfg.pool_ttl_seconds
+        policy = {"enrolment": req.enrolment}
+        reg = registered(collection, signed, policy, expires)
+        if reg.spec.suite != key.suite:
+            raise HTTPException(422, f"the shuffler's key is {key.suite}; the spec asks for {reg.spec.suite}")
+        store.register(collection, signed, policy, expires)
+        registry[collection] = reg
+        log.info("collection %r registered (%s)", collection, req.enrolment)
+        return {"collection": collection, "enrolment": req.enrolment, "expires": expires}
+
+    @app.post("/admin/v1/collections/{collection}/invites", dependencies=[admin], tags=["admin"])
+    def invites(collection: str, req: InviteRequest) -> dict[str, Any]:
+        """Mint one-time invites (hand one to each real participant; only their hashes are kept)."""
+        reg = collection_of(collection)
+        if reg.issuer is None:
+            raise HTTPException(409, f"collection {collection!r} is open: it has no invites")
+        codes = [secrets.token_urlsafe(18) for _ in range(req.n)]
+        store.add_invites(collection, [hashlib.sha256(c.encode()).digest() for c in codes])
+        return {"collection": collection, "invites": codes}
+
+    @app.post(
+        "/admin/v1/collections/{collection}/rounds/{round_}/flush", dependencies=[admin], tags=["admin"]
+    )
+    def flush(collection: str, round_: int) -> dict[str, int]:
+        """Close a round: forward its pool below the batch threshold, if it holds at least
+        ``min_batch`` users (otherwise held or dropped, per ``at_close``)."""
+        collection_of(collection)
+        store.flush(collection, check_round(round_))
+        return store.stats(collection, round_)
+
+    @app.get("/admin/v1/collections/{collection}/rounds/{round_}", dependencies=[admin], tags=["admin"])
+    def round_stats(collection: str, round_: int) -> dict[str, int]:
+        """Counters of a round: received, duplicates, rejected, forwarded, dropped, users, pooled,
+        flushed, refusals, quarantined."""
+        collection_of(collection)
+        return store.stats(collection, check_round(round_))
+
+    @app.get("/admin/v1/quarantine", dependencies=[admin], tags=["admin"])
+    def quarantine() -> dict[str, Any]:
+        """Pools the next hop refused ``quarantine_after`` times in a row (no longer retried)."""
+        return {"quarantined": store.quarantined()}
+
+    @app.post(
+        "/admin/v1/collections/{collection}/rounds/{round_}/retry", dependencies=[admin], tags=["admin"]
+    )
+    def retry(collection: str, round_: int) -> dict[str, int]:
+        """Take a pool out of quarantine: the forwarder tries it again."""
+        collection_of(collection)
+        store.set_quarantine(collection, check_round(round_), False)
+        return store.stats(collection, round_)
+
+    @app.delete(
+        "/admin/v1/collections/{collection}/rounds/{round_}/pool", dependencies=[admin], tags=["admin"]
+    )
+    def drop(collection: str, round_: int) -> dict[str, int]:
+        """Drop a round's pooled messages (counted as dropped), e.g. a quarantined pool."""
+        collection_of(collection)
+        n = store.drop_pool(collection, check_round(round_))
+        log.info("round %d of %r: %d pooled message(s) dropped by the admin", round_, collection, n)
+        return store.stats(collection, round_)
+
+    @app.get("/admin/v1/state", dependencies=[admin], tags=["admin"])
+    def state() -> dict[str, Any]:
+        """Rows per table of the store, and collections registered."""
+        return {"tables": store.table_sizes(), "collections": sorted(registry)}
+
+    app.state.store = store
+    app.state.forwarder = forwarder
+    return app
+
+
+def _strip_all(
+    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int
+) -> tuple[list[bytes], str | None]:
+    """Strip every message, stopping at the first that does not open (then: what went wrong)."""
+    inner = []
+    for i, m in enumerate(outer):
+        try:
+            inner.append(shuffler.strip(m, collection, round_))
+        except MalformedMessageError as err:
+            return inner, f"message {i} of {len(outer)}: {err}"
+    return inner, None
