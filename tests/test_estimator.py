@@ -26,6 +26,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "gamma": 0.5,
             "sort_by": "x",
             "block_size": 100,
+            "blocks": None,
             "missing": "keep",
         },
     ),
@@ -42,7 +43,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "method": "procrustes",
         },
     ),
-    (AdditiveNoise, {"t": 0.5, "distribution": "laplace", "columns": ["x"], "seed": 7}),
+    (AdditiveNoise, {"t": 0.5, "distribution": "laplace", "columns": ["x"], "random_state": 7}),
     (NoisyPCA, {"t": 2.0, "n_components": 1, "columns": ["x", "y"], "center": False}),
 ]
 IDS = [cls.__name__ for cls, _ in ESTIMATORS]

@@ -54,7 +54,7 @@ def microaggregate(
     with progress("microaggregating", quiet=as_json):
         model = Microaggregation(k=k, method=method, columns=cols).fit(frame)  # type: ignore[arg-type]
         release = model.transform(frame)
-        names = list(model.feature_names_in_)
+        names = list(model.columns_)
         stats = None
         if positivity is not None:
             groups = model.groups_ if model.groups_.ndim == 1 else None

@@ -284,6 +284,6 @@ def noise(
     check_output_path(out, inputs=[data])  # before the work; never over the input file
     frame = read_path(data)
     noisy = AdditiveNoise(t=t, distribution=distribution, columns=parse_columns(columns),  # type: ignore[arg-type]
-                          seed=seed).fit_transform(frame)
+                          random_state=seed).fit_transform(frame)
     write_table(noisy, out)
     stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution})")

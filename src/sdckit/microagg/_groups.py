@@ -226,3 +226,33 @@ def group_centres(
             cen[has] = (sv[lo] + sv[hi]) / 2
         out[:, j] = np.where(ok, cen[groups], np.nan)
     return out
+
+
+def keyed_mdav_groups(z: NDArray[np.float64], k: int, blocks: NDArray[np.int64]) -> NDArray[np.int64]:
+    """MDAV inside given blocks (``blocks[i]`` the block code of row i, codes 0, 1, ...).
+
+    The rows of a block are put in the lexicographic order of their values before MDAV runs, so
+    the groups do not depend on the order the rows arrive in (the order a Dask or Spark partition
+    holds them in): the same blocks give the same groups in memory and partition by partition.
+    Block b's groups are numbered after block b-1's. Callers check that each block has >= k rows.
+    """
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    groups = np.empty(z.shape[0], dtype=np.int64)
+    offset = 0
+    for b in range(int(blocks.max()) + 1 if blocks.shape[0] else 0):
+        rows = np.flatnonzero(blocks == b)
+        if rows.shape[0] == 0:
+            continue
+        local = block_mdav(z[rows], k)
+        groups[rows] = local + offset
+        offset += int(local.max()) + 1
+    return groups
+
+
+def block_mdav(z: NDArray[np.float64], k: int) -> NDArray[np.int64]:
+    """MDAV groups of one block, independent of the order of its rows (lexicographic order first)."""
+    order = np.lexsort(z.T[::-1]) if z.shape[1] else np.arange(z.shape[0])
+    local = np.asarray(mdav_kernel(np.ascontiguousarray(z[order]), k))
+    out = np.empty_like(local)
+    out[order] = local
+    return np.asarray(out, dtype=np.int64)
