@@ -29,7 +29,7 @@ def report(
     quasi_identifiers: str | None = typer.Option(None, "--quasi-identifiers", "-q", help="Comma-separated columns an attacker may know."),
     numeric: str | None = typer.Option(None, "--numeric", help="Comma-separated numeric columns to mask."),
     k: int | None = typer.Option(None, "--k", min=1, help="Group size of k-anonymity (default 5)."),
-    budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="Largest share of users (0..1) in groups < k for the plan (default 0.05)."),
+    budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
     simulate_protocol: int | None = typer.Option(
         None, "--simulate-protocol", min=0, metavar="USERS",

@@ -92,7 +92,7 @@ def risk(
         None, "--report", help="Also write an HTML report with the risk section."
     ),
     budget: float | None = typer.Option(
-        None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
+        None, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k, for the release plan in the --report section [default: 0.05]."
     ),
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports."""
@@ -215,7 +215,7 @@ def plan(
     columns: str | None = typer.Option(None, "--columns", "-c", help="Candidate columns (default: all)."),
     k: int = typer.Option(5, "--k", "-k", help="Group size every user should reach."),
     budget: float = typer.Option(
-        0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
+        0.05, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k."
     ),
     from_marginals: Path | None = typer.Option(
         None,
