@@ -11,6 +11,17 @@ from numpy.typing import NDArray
 from sdckit.errors import ParameterError
 
 Engine = Literal["dask", "spark"]
+
+_DRIVER_ROWS = [0]
+
+
+def driver_rows() -> int:
+    """Rows sdckit's distributed passes have brought to the driver so far in this process.
+
+    Only aggregates come back: one moment row per partition, one size per block. Tests and the
+    benchmark read this counter to show that no data row does.
+    """
+    return _DRIVER_ROWS[0]
 PandasFn = Callable[[Any], Any]
 """A function from a pandas DataFrame to a pandas DataFrame of the same columns."""
 
@@ -93,6 +104,7 @@ def column_moments(
 
         meta = pd.DataFrame({c: pd.Series(dtype="float64") for c in names})
         rows = np.asarray(df[cols].map_partitions(part, meta=meta).compute().to_numpy(), dtype=np.float64)
+        _DRIVER_ROWS[0] += rows.shape[0]
     else:
         from pyspark.sql.types import DoubleType, StructField, StructType
 
@@ -105,6 +117,7 @@ def column_moments(
 
         collected = df.select(*cols).mapInPandas(batches, schema).collect()
         rows = np.asarray([list(r) for r in collected], dtype=np.float64).reshape(-1, len(names))
+        _DRIVER_ROWS[0] += rows.shape[0]
     n_tot, mean, scatter = 0, np.zeros(p), np.zeros((p, p))
     nulls = np.zeros(p, dtype=np.int64)
     for row in rows:
@@ -132,8 +145,10 @@ def block_sizes(X: Any, keys: Sequence[str]) -> dict[tuple[Any, ...], int]:
     engine, df = _require(X)
     if engine == "dask":
         sizes = df.groupby(list(keys), dropna=False).size().compute()
+        _DRIVER_ROWS[0] += len(sizes)
         return {(k if isinstance(k, tuple) else (k,)): int(v) for k, v in sizes.items()}
     rows = df.groupBy(*keys).count().collect()
+    _DRIVER_ROWS[0] += len(rows)
     return {tuple(r[k] for k in keys): int(r["count"]) for r in rows}
 
 
