@@ -96,4 +96,5 @@ def test_additive_noise_on_spark(spark: SparkSession, table: pl.DataFrame) -> No
     assert got.equals(again)  # reproducible with a fixed random_state (tests only)
     assert got.drop("hours").equals(table.drop("hours"))
     noise = got["hours"].to_numpy() - table["hours"].to_numpy()
-    assert abs(noise.mean()) < 4 * np.sqrt(2.0 / len(table)) and abs(noise.var() / 2.0 - 1) < 0.15
+    assert abs(noise.mean()) < 4 * np.sqrt(2.0 / len(table))
+    assert abs(noise.var() / 2.0 - 1) < 0.15
