@@ -174,3 +174,21 @@ def test_polars_lazy_and_duckdb_collect_and_say_so(table: pl.DataFrame) -> None:
         out = MDAV(k=4, columns=NUMERIC).fit_transform(rel)
     assert type(out).__module__.split(".")[0] in ("duckdb", "_duckdb")
     np.testing.assert_allclose(pl.from_arrow(out.arrow()).sort("id").select(NUMERIC).to_numpy(), want.select(NUMERIC).to_numpy())  # type: ignore[union-attr]
+
+
+def test_blocked_mdav_with_ties_releases_the_same_records() -> None:
+    # integer answers with many identical records: exact ties in MDAV; the release is the same set
+    # of records (identical records are interchangeable), in memory and on Dask
+    rng = np.random.default_rng(5)
+    n = 1_500
+    frame = pl.DataFrame(
+        {"id": np.arange(n), "g": rng.choice(["a", "b", "c"], n), "u": rng.integers(0, 6, n), "v": rng.integers(0, 4, n)}
+    )
+    cols = ["g", "u", "v"]
+    got = _back(distributed_microaggregate(_dask(frame, 4), k=5, blocks=["g"], columns=["u", "v"]))
+    want = Microaggregation(k=5, method="mdav_blocked", blocks=["g"], columns=["u", "v"]).fit_transform(frame)
+    a, b = got.select(cols).sort(cols), want.select(cols).sort(cols)
+    assert a["g"].equals(b["g"])
+    np.testing.assert_allclose(a.select("u", "v").to_numpy(), b.select("u", "v").to_numpy(), rtol=1e-12)
+    with pytest.raises(TooFewRowsError, match="fewer than k=600"):
+        Microaggregation(k=600, method="mdav_blocked", blocks=["g"], columns=["u", "v"]).fit(frame)

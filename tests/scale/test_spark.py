@@ -41,6 +41,7 @@ def spark() -> Iterator[SparkSession]:
         SparkSession.builder.master("local[2]")
         .appName("sdckit-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()

@@ -23,7 +23,7 @@ from sdckit._scale import block_sizes, column_moments, map_blocks, map_partition
 from sdckit._scale._engines import _as_float
 from sdckit.errors import MissingValuesError, NonNumericColumnError, ParameterError, TooFewRowsError
 from sdckit.microagg._base import Centre, check_k
-from sdckit.microagg._groups import block_mdav
+from sdckit.microagg._groups import block_mdav, snapped_scale
 
 Moments = tuple[int, NDArray[np.float64], NDArray[np.float64]]
 """(n, mean vector, covariance with ddof=1)."""
@@ -95,7 +95,7 @@ def plan_blocked(
         raise ParameterError(f"no column left to microaggregate: columns={columns!r} are all block keys {keys}.")
     (n, mean, cov), _ = distributed_moments(X, names)
     sd = np.sqrt(np.clip(np.diag(cov) * (n - 1) / n, 0.0, None))  # population sd, as in memory
-    sd = np.where(sd > 0, sd, 1.0)
+    mean, sd = snapped_scale(mean, sd)
     sizes = block_sizes(X, keys)
     small = sorted(((s, key) for key, s in sizes.items() if s < k), key=lambda t: t[0])
     if small:

@@ -28,6 +28,7 @@ from sdckit.microagg._groups import (
     first_component,
     group_centres,
     keyed_mdav_groups,
+    keyed_standardize,
     mdav_groups,
     sorted_groups,
     standardize,
@@ -109,7 +110,8 @@ class Microaggregation(Estimator):
     blocks : columns whose every combination is one block of ``method="mdav_blocked"``, instead of
         k-d splits (each block needs >= k rows); the standardisation stays global. These are the
         blocks a Dask or Spark frame is processed in, partition by partition, with the same groups
-        (:func:`sdckit.microagg.distributed_microaggregate`).
+        (:func:`sdckit.microagg.distributed_microaggregate`; identical records are interchangeable
+        between groups, so with ties the release is the same set of records).
     missing : ``"error"`` or ``"keep"`` (see :data:`sdckit.microagg.Missing`).
 
     Attributes
@@ -210,8 +212,15 @@ class Microaggregation(Estimator):
         if method == "mdav":
             return mdav_groups(z, k)
         if method == "mdav_blocked":
-            if blocks is not None:
-                return keyed_mdav_groups(z, k, blocks)
+            if blocks is not None:  # the standardisation a cluster reproduces bit for bit
+                sizes = np.bincount(blocks)
+                small = np.flatnonzero((sizes > 0) & (sizes < k))
+                if small.size:
+                    raise TooFewRowsError(
+                        f"{small.size} block(s) of blocks={self._blocks()!r} have fewer than k={k} rows "
+                        f"(the smallest has {int(sizes[small].min())}). Use coarser block keys or lower k."
+                    )
+                return keyed_mdav_groups(keyed_standardize(x), k, blocks)
             return blocked_mdav_groups(z, k, block_size=self.block_size)
         if method == "vmdav":
             return vmdav_groups(z, k, float(self.gamma))
