@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
 import time
 import warnings
@@ -33,7 +32,7 @@ import numpy as np
 import polars as pl
 
 from _harness import emit
-from sdckit._scale import driver_rows
+from sdckit._scale import driver_rows, local_spark
 from sdckit.microagg import Microaggregation, distributed_microaggregate
 from sdckit.risk import exposure_curve
 
@@ -82,22 +81,9 @@ def spark_session() -> Any:
     if shutil.which("java") is None:
         return None
     try:
-        from pyspark.sql import SparkSession
+        return local_spark("sdckit-bench", cores=2, driver_memory="6g")
     except ImportError:
         return None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sdckit-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "6g")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
 
 
 def main() -> None:

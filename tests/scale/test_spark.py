@@ -5,9 +5,7 @@ One module-scoped session and few tests: starting Spark costs ~20 s on a shared 
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +21,7 @@ if shutil.which("java") is None:
 from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
-from sdckit._scale import driver_rows
+from sdckit._scale import driver_rows, local_spark
 from sdckit.errors import ParameterError
 from sdckit.microagg import MDAV, Microaggregation, MomentRestorer, distributed_microaggregate
 from sdckit.risk import Marginals, exposure, plan_release
@@ -36,17 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sdckit-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark("sdckit-tests", cores=2)
     yield session
     session.stop()
 

@@ -224,3 +224,30 @@ def map_partitions(
             yield fn(pdf, (pid, i)).astype(dict.fromkeys(floats, "float64"))
 
     return df.mapInPandas(batches, schema)
+
+
+def local_spark(app_name: str = "sdckit", *, cores: int = 2, **conf: str) -> Any:
+    """A quiet local Spark session (``local[cores]``) whose workers run this interpreter.
+
+    For tests, benchmarks and trying things out; on a cluster, build the session as usual.
+    ``conf`` adds Spark settings (underscores for dots: ``driver_memory="6g"``).
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(4 * cores))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    for key, value in conf.items():
+        builder = builder.config(f"spark.{key.replace('_', '.')}", value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

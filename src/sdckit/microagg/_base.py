@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import narwhals as nw
 import numpy as np
@@ -92,3 +92,21 @@ def check_two_tables(name: str, original: object, masked: object) -> None:
             f"its masked release; masked is {got}. Pass the masked table, or use "
             "RestoredMicroaggregation, which masks and restores in one step."
         )
+
+
+def read_two_tables(
+    est: Any, original: DataSource, masked: DataSource
+) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str, ...]]:
+    """(original matrix, masked matrix, columns) of a restorer's ``fit(original, masked)``.
+
+    The original is validated first (so bad input gets the message scikit-learn's checks expect),
+    then ``masked`` must be a table with its columns; ``n_features_in_``/``feature_names_in_`` end
+    up describing ``masked``, the table ``transform`` takes.
+    """
+    name = type(est).__name__
+    original_frame, _ = est._read_input(original, reset=True)
+    x1, names = numeric_matrix(collect_if_lazy(original_frame, name), est.columns, min_rows=2)
+    check_two_tables(name, original, masked)
+    masked_frame, _ = est._read_input(masked, reset=True)
+    x2, _ = numeric_matrix(collect_if_lazy(masked_frame, name), list(names), min_rows=2)
+    return x1, x2, names

@@ -19,6 +19,7 @@ from sdckit.microagg._base import (
     fingerprint,
     is_distributed,
     numeric_matrix,
+    read_two_tables,
     restore_kind,
 )
 from sdckit.microagg._restore import RANK_TOL, RestoreMethod, restoring_map
@@ -271,13 +272,7 @@ class PositivityRestorer(Estimator):
                 "memory, and sdckit never collects a Dask or Spark frame. Use MomentRestorer there "
                 "(its moments come from one distributed pass), or restore a sample in memory."
             )
-        original_frame, _ = self._read_input(original, reset=True)
-        original_frame = collect_if_lazy(original_frame, type(self).__name__)
-        x1, names = numeric_matrix(original_frame, self.columns, min_rows=2)
-        check_two_tables(type(self).__name__, original, masked)
-        masked_frame, _ = self._read_input(masked, reset=True)
-        masked_frame = collect_if_lazy(masked_frame, type(self).__name__)
-        x2, _ = numeric_matrix(masked_frame, list(names), min_rows=2)
+        x1, x2, names = read_two_tables(self, original, masked)
         if x1.shape[0] != x2.shape[0]:
             raise ParameterError(
                 f"original has {x1.shape[0]} rows and masked {x2.shape[0]}: the positivity procedure "

@@ -16,6 +16,7 @@ from sdckit.microagg._base import (
     collect_if_lazy,
     is_distributed,
     numeric_matrix,
+    read_two_tables,
     restore_kind,
 )
 
@@ -194,13 +195,7 @@ class MomentRestorer(Estimator):
             self.n_features_in_ = len(frame_columns(masked))
             self.feature_names_in_ = np.asarray(frame_columns(masked), dtype=object)
             return self
-        original_frame, _ = self._read_input(original, reset=True)
-        original_frame = collect_if_lazy(original_frame, type(self).__name__)
-        x1, names = numeric_matrix(original_frame, self.columns, min_rows=2)
-        check_two_tables(type(self).__name__, original, masked)
-        masked_frame, _ = self._read_input(masked, reset=True)
-        masked_frame = collect_if_lazy(masked_frame, type(self).__name__)
-        x2, _ = numeric_matrix(masked_frame, list(names), min_rows=2)
+        x1, x2, names = read_two_tables(self, original, masked)
         self.A_, self.b_, self.rank_ = restoring_map(x1, x2, method=self.method)
         self.columns_ = names
         return self
