@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--mdav-rows", type=int, default=10_000_000, help="rows of the blocked-MDAV job")
     ap.add_argument("--block-rows", type=int, default=2_000, help="rows per block (block key)")
     ap.add_argument("--engines", default="polars,duckdb,dask,spark")
+    ap.add_argument("--jobs", default="exposure,mdav", help="which jobs to run")
     args = ap.parse_args()
     engines = args.engines.split(",")
     warnings.simplefilter("ignore")
@@ -106,8 +107,11 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="sdckit-scale-"))
     try:
         keys, num = tmp / "keys", tmp / "numeric"
-        write_keys(keys, args.rows)
-        write_numeric(num, args.mdav_rows, args.block_rows)
+        jobs = args.jobs.split(",")
+        if "exposure" in jobs:
+            write_keys(keys, args.rows)
+        if "mdav" in jobs:
+            write_numeric(num, args.mdav_rows, args.block_rows)
         glob_keys, glob_num = str(keys / "*.parquet"), str(num / "*.parquet")
         n_blocks = max(1, args.mdav_rows // args.block_rows)
         print(f"exposure: {args.rows:,} rows x {len(KEYS)} keys; blocked MDAV k={K}: {args.mdav_rows:,} rows x "
@@ -117,7 +121,7 @@ def main() -> None:
         # -- 1. exposure
         base = None
         ref = None
-        for engine in engines:
+        for engine in engines if "exposure" in jobs else []:
             if engine == "spark" and spark is None:
                 continue
             if engine == "polars":
@@ -137,6 +141,8 @@ def main() -> None:
                  same_as_polars=same)
 
         # -- 2. blocked MDAV, release written to Parquet
+        if "mdav" not in jobs:
+            return
         mic = Microaggregation(k=K, method="mdav_blocked", blocks=["block"], columns=NUMERIC)
         Microaggregation(k=K, method="mdav_blocked", blocks=["block"], columns=NUMERIC).fit_transform(
             pl.read_parquet(glob_num).head(2_000)

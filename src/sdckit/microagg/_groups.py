@@ -248,26 +248,29 @@ def keyed_standardize(x: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.ascontiguousarray(np.where(np.isnan(z), 0.0, z))  # a missing cell counts as the mean
 
 
-def keyed_mdav_groups(z: NDArray[np.float64], k: int, blocks: NDArray[np.int64]) -> NDArray[np.int64]:
+def keyed_mdav_groups(
+    z: NDArray[np.float64], k: int, blocks: NDArray[np.int64], *, workers: int | None = None
+) -> NDArray[np.int64]:
     """MDAV inside given blocks (``blocks[i]`` the block code of row i, codes 0, 1, ...).
 
     ``z`` from :func:`keyed_standardize` (or the same constants computed on a cluster).
-
     The rows of a block are put in the lexicographic order of their values before MDAV runs, so
     the groups do not depend on the order the rows arrive in (the order a Dask or Spark partition
     holds them in): the same blocks give the same groups in memory and partition by partition.
-    Block b's groups are numbered after block b-1's. Callers check that each block has >= k rows.
+    Block b's groups are numbered after block b-1's; blocks run in ``workers`` threads (default:
+    the number of CPUs). Callers check that each block has >= k rows.
     """
     z = np.ascontiguousarray(z, dtype=np.float64)
+    order = np.argsort(blocks, kind="stable")
+    bounds = np.flatnonzero(np.diff(blocks[order])) + 1
+    pieces = [p for p in np.split(order, bounds) if p.shape[0]] if order.shape[0] else []
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        local = list(pool.map(lambda rows: block_mdav(z[rows], k), pieces))
     groups = np.empty(z.shape[0], dtype=np.int64)
     offset = 0
-    for b in range(int(blocks.max()) + 1 if blocks.shape[0] else 0):
-        rows = np.flatnonzero(blocks == b)
-        if rows.shape[0] == 0:
-            continue
-        local = block_mdav(z[rows], k)
-        groups[rows] = local + offset
-        offset += int(local.max()) + 1
+    for rows, g in zip(pieces, local, strict=True):
+        groups[rows] = g + offset
+        offset += int(g.max()) + 1
     return groups
 
 
