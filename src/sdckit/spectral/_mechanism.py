@@ -7,6 +7,7 @@ Each respondent adds i.i.d. noise of mean 0 and variance t to each numeric answe
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Sequence
@@ -229,6 +230,12 @@ class AdditiveNoise(Estimator, metaclass=_AcceptsOldSeed):
     def fit_transform(self, X: DataSource, y: None = None, **fit_params: Any) -> Any:
         """``fit(X).transform(X)``."""
         return self.fit(X).transform(X)
+
+
+# the constructor's own signature, not the metaclass's (*args, **kwargs): scikit-learn reads it
+AdditiveNoise.__signature__ = inspect.Signature(
+    list(inspect.signature(AdditiveNoise.__init__).parameters.values())[1:]
+)
 
 
 def _integer_columns(X: DataSource, cols: Sequence[str]) -> bool:
