@@ -192,3 +192,11 @@ def test_blocked_mdav_with_ties_releases_the_same_records() -> None:
     np.testing.assert_allclose(a.select("u", "v").to_numpy(), b.select("u", "v").to_numpy(), rtol=1e-12)
     with pytest.raises(TooFewRowsError, match="fewer than k=600"):
         Microaggregation(k=600, method="mdav_blocked", blocks=["g"], columns=["u", "v"]).fit(frame)
+
+
+def test_positivity_restorer_on_dask_is_refused_naming_the_alternative(table: pl.DataFrame) -> None:
+    from sdckit.microagg import PositivityRestorer
+
+    ddf = _dask(table)
+    with pytest.raises(ParameterError, match="Use MomentRestorer there"):
+        PositivityRestorer(columns=NUMERIC).fit(ddf, ddf)
