@@ -81,13 +81,12 @@ def _strata_codes(source: DataSource, strata: Sequence[str] | str | None, n: int
     names = check_columns(frame, strata)
     if isinstance(frame, nw.LazyFrame):
         frame = frame.collect()
-    keys = [
-        np.asarray(frame[name].cast(nw.String).fill_null("<missing>").to_numpy(), dtype=object)
-        for name in names
-    ]
-    combined = np.array(["\x1f".join(map(str, row)) for row in zip(*keys, strict=True)], dtype=object)
-    _, codes = np.unique(combined.astype(str), return_inverse=True)
-    return codes.astype(np.int64)
+    key = frame.select(
+        nw.concat_str([nw.col(name).cast(nw.String).fill_null("<missing>") for name in names], separator="\x1f")
+        .alias("__key")
+    )["__key"]
+    # dense ranks of the joined key: codes 0, 1, ... in the keys' sorted order (vectorised)
+    return np.asarray(key.rank(method="dense").to_numpy(), dtype=np.int64) - 1
 
 
 class Microaggregation(Estimator):
