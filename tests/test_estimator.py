@@ -27,6 +27,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "gamma": 0.5,
             "sort_by": "x",
             "block_size": 100,
+            "blocks": None,
             "missing": "keep",
             "allow_linear_relations": True,
         },
@@ -46,7 +47,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "split_groups": True,
         },
     ),
-    (AdditiveNoise, {"t": 0.5, "distribution": "laplace", "columns": ["x"], "seed": 7}),
+    (AdditiveNoise, {"t": 0.5, "distribution": "laplace", "columns": ["x"], "random_state": 7}),
     (NoisyPCA, {"t": 2.0, "n_components": 1, "columns": ["x", "y"], "center": False}),
 ]
 IDS = [cls.__name__ for cls, _ in ESTIMATORS]
@@ -120,3 +121,115 @@ def test_check_is_fitted_without_names_looks_for_learned_attributes() -> None:
     e.check_is_fitted("A_", "b_")
     with pytest.raises(NotFittedError, match="MomentRestorer"):
         e.check_is_fitted("A_", "not_learned_")
+
+
+# ---------------------------------------------------------------- scikit-learn integration
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.compose import ColumnTransformer  # noqa: E402
+from sklearn.pipeline import Pipeline, make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+from sdckit.microagg import RestoredMicroaggregation  # noqa: E402
+
+RNG = np.random.default_rng(20261201)
+X = RNG.normal(size=(60, 3)) * [1.0, 10.0, 100.0] + [0.0, 5.0, 50.0]
+NAMED = pl.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2]})
+
+
+def _group_means(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    out = np.empty_like(values)
+    for g in np.unique(groups):
+        out[groups == g] = values[groups == g].mean(axis=0)
+    return out
+
+
+def test_mdav_after_standard_scaler_in_a_polars_pipeline() -> None:
+    pipe = Pipeline([("scale", StandardScaler()), ("mdav", MDAV(k=3))]).set_output(transform="polars")
+    out = pipe.fit_transform(NAMED)
+    assert isinstance(out, pl.DataFrame)
+    assert out.columns == ["a", "b", "c"]
+    assert list(pipe.get_feature_names_out()) == ["a", "b", "c"]
+    # independently: MDAV groups z-scores, so the groups are those of MDAV on the raw table, and
+    # the released values are the group means of the scaler's output
+    groups = MDAV(k=3).fit(NAMED).groups_
+    assert np.bincount(groups).min() >= 3
+    scaled = StandardScaler().fit_transform(X)
+    np.testing.assert_allclose(out.to_numpy(), _group_means(scaled, groups), atol=1e-12)
+    assert pipe.transform(NAMED).equals(out)  # the rows seen in fit
+    with pytest.raises(ParameterError, match="Use fit_transform"):
+        pipe.transform(NAMED.head(30))
+
+
+def test_numpy_in_numpy_out_with_scikit_learn_names() -> None:
+    m = MDAV(k=3)
+    out = m.fit_transform(X)
+    assert isinstance(out, np.ndarray)
+    assert out.shape == X.shape
+    assert m.n_features_in_ == 3
+    assert not hasattr(m, "feature_names_in_")
+    assert list(m.get_feature_names_out()) == ["x0", "x1", "x2"]
+    np.testing.assert_allclose(out, _group_means(X, m.groups_))
+    noisy = AdditiveNoise(t=0.5, random_state=1).fit_transform(X)
+    assert isinstance(noisy, np.ndarray)
+    assert noisy.shape == X.shape
+    pca = NoisyPCA(t=0.1).fit(X)
+    assert list(pca.get_feature_names_out()) == [f"noisypca{i}" for i in range(pca.transform(X).shape[1])]
+
+
+def test_frames_set_feature_names_in() -> None:
+    for est in (MDAV(k=3, columns=["a", "b"]), AdditiveNoise(columns=["c"], random_state=0)):
+        est.fit(NAMED)
+        assert list(est.feature_names_in_) == ["a", "b", "c"]
+        assert est.n_features_in_ == 3
+        assert list(est.get_feature_names_out()) == ["a", "b", "c"]  # other columns pass through
+    with pytest.raises(ValueError, match="The feature names should match"):
+        AdditiveNoise(random_state=0).fit(NAMED).transform(NAMED.select("c", "b", "a"))
+
+
+def test_set_output_pandas_on_pipeline_and_column_transformer() -> None:
+    pipe = make_pipeline(StandardScaler(), AdditiveNoise(t=0.1, random_state=0)).set_output(transform="pandas")
+    out = pipe.fit_transform(NAMED.to_pandas())
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["a", "b", "c"]
+    ct = ColumnTransformer(
+        [("mdav", MDAV(k=3), ["a", "b"]), ("keep", "passthrough", ["c"])]
+    ).set_output(transform="polars")
+    got = ct.fit_transform(NAMED)
+    assert isinstance(got, pl.DataFrame)
+    assert got.columns == ["mdav__a", "mdav__b", "keep__c"]
+    want = MDAV(k=3).fit_transform(NAMED.select("a", "b"))
+    np.testing.assert_allclose(got.select("mdav__a", "mdav__b").to_numpy(), want.to_numpy())
+
+
+def test_restorers_are_not_a_pipeline_step_and_say_what_is() -> None:
+    with pytest.raises(ParameterError, match="RestoredMicroaggregation"):
+        make_pipeline(MDAV(k=3), MomentRestorer()).fit(NAMED)
+
+
+def test_restored_microaggregation_keeps_the_moments() -> None:
+    out = RestoredMicroaggregation(k=3).fit_transform(NAMED)
+    assert isinstance(out, pl.DataFrame)
+    y = out.to_numpy()
+    np.testing.assert_allclose(y.mean(axis=0), X.mean(axis=0), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.cov(y, rowvar=False), np.cov(X, rowvar=False), rtol=1e-9)
+    masked = MDAV(k=3).fit_transform(NAMED)  # the same two steps by hand
+    by_hand = MomentRestorer().fit(NAMED, masked).transform(masked)
+    np.testing.assert_allclose(y, by_hand.to_numpy())
+    positive = pl.DataFrame({"a": np.abs(X[:, 0]), "b": np.abs(X[:, 1])})
+    pos = RestoredMicroaggregation(k=3, restorer=PositivityRestorer()).fit_transform(positive)
+    assert (pos.to_numpy() >= 0).all()
+    cloned = clone(RestoredMicroaggregation(k=4, restorer=MomentRestorer(method="procrustes")))
+    assert cloned.get_params()["restorer__method"] == "procrustes"
+
+
+def test_random_state_reproduces_and_old_seed_name_still_maps() -> None:
+    a = AdditiveNoise(t=1.0, random_state=3).fit_transform(NAMED)
+    assert a.equals(AdditiveNoise(t=1.0, random_state=3).fit_transform(NAMED))
+    assert not a.equals(AdditiveNoise(t=1.0).fit_transform(NAMED))  # OS entropy
+    with pytest.warns(DeprecationWarning, match="random_state"):
+        old: Any = AdditiveNoise(t=1.0, seed=3)  # type: ignore[call-arg]
+    assert old.get_params()["random_state"] == 3
+    assert old.fit_transform(NAMED).equals(a)

@@ -98,7 +98,7 @@ def test_design_missing_option(tmp_path: Path) -> None:
     path = tmp_path / "gaps.csv"
     rng_rows = [(float(i), float((i * 7) % 11)) for i in range(30)]
     pl.DataFrame({"a": [r[0] for r in rng_rows], "b": [None if i == 3 else r[1] for i, r in enumerate(rng_rows)]}).write_csv(path)
-    args = ["spectral", "design", "--data", str(path), "--epsilon", "1", "--json"]
+    args = ["spectral", "design", "--data", str(path), "--max-leakage-nats", "1", "--json"]
     r = runner.invoke(app, args)
     assert r.exit_code == 1
     error = json.loads(r.stdout)["error"]  # --json: the error is JSON on stdout too

@@ -53,7 +53,7 @@ def test_curve_with_plot(tmp_path: Path) -> None:
 
 
 def test_design_from_parameters_and_from_data(tmp_path: Path) -> None:
-    r = _run("spectral", "design", "--c", "0.5", "--r", "0.3", "--s", "10", "--p", "50", "--epsilon", "12", "--json")
+    r = _run("spectral", "design", "--c", "0.5", "--r", "0.3", "--s", "10", "--p", "50", "--max-leakage-nats", "12", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     d = json.loads(r.stdout)["design"]  # type: ignore[attr-defined]
     assert d["t"] == pytest.approx(10 / math.expm1(2 * 12 / 15), rel=1e-14)  # [seed] P_IT^-1 with k = 15
@@ -62,7 +62,7 @@ def test_design_from_parameters_and_from_data(tmp_path: Path) -> None:
     x = rng.normal(size=(500, 6)) * np.array([3.0, 0.3, 0.3, 0.3, 0.3, 0.3])
     path = tmp_path / "pilot.csv"
     pl.DataFrame({f"q{j}": x[:, j] for j in range(6)}).write_csv(path)
-    r = _run("spectral", "design", "--data", str(path), "--epsilon", "3", "--json")
+    r = _run("spectral", "design", "--data", str(path), "--max-leakage-nats", "3", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     out = json.loads(r.stdout)  # type: ignore[attr-defined]
     assert out["fit"]["k"] == 1
@@ -104,8 +104,19 @@ def test_design_refuses_model_options_beside_data(tmp_path: Path) -> None:
     rng = np.random.default_rng(20261130)
     pl.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40)}).write_csv(path)
     # Before: --c was silently ignored when --data was given.
-    r = _run("spectral", "design", "--data", str(path), "--c", "0.5", "--epsilon", "1")
+    r = _run("spectral", "design", "--data", str(path), "--c", "0.5", "--max-leakage-nats", "1")
     assert r.exit_code == 2  # type: ignore[attr-defined]
-    r = _run("spectral", "design", "--data", str(path), "--epsilon", "1", "--json")
+    r = _run("spectral", "design", "--data", str(path), "--max-leakage-nats", "1", "--json")
     assert r.exit_code == 0, r.output  # type: ignore[attr-defined]
     assert json.loads(r.stdout)["fit"] is not None  # type: ignore[attr-defined]
+
+
+def test_old_epsilon_flag_names_its_new_name() -> None:
+    # --epsilon read as differential privacy's epsilon; the figure is leakage in nats
+    r = _run("spectral", "design", "--c", "0.5", "--r", "0.3", "--s", "10", "--p", "50", "--epsilon", "12")
+    assert r.exit_code == 2  # type: ignore[attr-defined]
+    assert "--max-leakage-nats 12" in r.output  # type: ignore[attr-defined]
+    assert "Traceback" not in r.output  # type: ignore[attr-defined]
+    new = _run("spectral", "design", "--c", "0.5", "--r", "0.3", "--s", "10", "--p", "50", "--max-leakage-nats", "12", "--json")
+    assert new.exit_code == 0, new.output  # type: ignore[attr-defined]
+    assert json.loads(new.stdout)["design"]["information_leakage_nats"] <= 12  # type: ignore[attr-defined]

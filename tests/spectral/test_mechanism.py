@@ -40,22 +40,22 @@ def test_discrete_noise_is_two_sided_geometric() -> None:
 
 def test_additive_noise_keeps_frame_type_and_other_columns() -> None:
     df = pd.DataFrame({"a": np.arange(50, dtype=float), "b": ["x"] * 50, "c": np.arange(50)})
-    out = AdditiveNoise(t=1.0, columns=["a", "c"], seed=1).fit_transform(df)
+    out = AdditiveNoise(t=1.0, columns=["a", "c"], random_state=1).fit_transform(df)
     assert isinstance(out, pd.DataFrame)
     assert list(out.columns) == ["a", "b", "c"]
     assert (out["b"] == "x").all()
     assert not np.allclose(out["a"], df["a"])
     pdf = pl.from_pandas(df)
-    out_pl = AdditiveNoise(t=1.0, columns=["a", "c"], seed=1).fit_transform(pdf)
+    out_pl = AdditiveNoise(t=1.0, columns=["a", "c"], random_state=1).fit_transform(pdf)
     assert isinstance(out_pl, pl.DataFrame)
     np.testing.assert_array_equal(out_pl["a"].to_numpy(), out["a"].to_numpy())  # same seed, same noise
 
 
 def test_seeded_and_integer_answers_stay_integers() -> None:
     df = pl.DataFrame({"q1": [1, 2, 3, 4, 5] * 20, "q2": [5, 4, 3, 2, 1] * 20})
-    a = AdditiveNoise(t=1.0, distribution="discrete", seed=7).fit_transform(df)
-    b = AdditiveNoise(t=1.0, distribution="discrete", seed=7).fit_transform(df)
-    c = AdditiveNoise(t=1.0, distribution="discrete", seed=8).fit_transform(df)
+    a = AdditiveNoise(t=1.0, distribution="discrete", random_state=7).fit_transform(df)
+    b = AdditiveNoise(t=1.0, distribution="discrete", random_state=7).fit_transform(df)
+    c = AdditiveNoise(t=1.0, distribution="discrete", random_state=8).fit_transform(df)
     assert a.equals(b)
     assert not a.equals(c)
     assert a.schema["q1"] == pl.Int64
@@ -85,7 +85,7 @@ def test_noisy_pca_diagnostics_match_the_limit() -> None:
     x[:, :k] *= math.sqrt(s)
     x[:, k:] *= 0.0
     frame = pl.DataFrame({f"q{j}": x[:, j] for j in range(p)})
-    noisy = AdditiveNoise(t=t, seed=SEED + 1).fit_transform(frame)  # not the data's stream
+    noisy = AdditiveNoise(t=t, random_state=SEED + 1).fit_transform(frame)  # not the data's stream
     pca = NoisyPCA(t=t).fit(noisy)
     assert pca.n_spikes_ == k
     assert pca.n_separable_ == k
@@ -109,8 +109,8 @@ def test_bad_seed_is_a_parameter_error(seed: object) -> None:
     from sdckit.spectral import simulate_gap
 
     # Before: numpy's "expected non-negative integer" ValueError (a traceback in the CLI).
-    with pytest.raises(ParameterError, match=r"^seed=.*: give a whole number >= 0"):
-        AdditiveNoise(t=1.0, seed=seed).fit(pl.DataFrame({"a": [1.0, 2.0]}))  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"^random_state=.*: give a whole number >= 0"):
+        AdditiveNoise(t=1.0, random_state=seed).fit(pl.DataFrame({"a": [1.0, 2.0]}))  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"^seed=.*: give a whole number >= 0"):
         simulate_gap(SpikedModel(0.5, 0.1, 5.0), 1.0, 50, reps=1, seed=seed)  # type: ignore[arg-type]
 
@@ -123,4 +123,4 @@ def test_missing_answers_get_a_fix_this_mechanism_offers() -> None:
 
     df = pl.DataFrame({"a": [1.0, None, 3.0], "b": [1.0, 2.0, 3.0]})
     with pytest.raises(MissingValuesError, match=r"column 'a' has 1 missing value\(s\), first at row 1\. Additive noise needs every answer"):
-        AdditiveNoise(t=0.5, seed=1).fit(df)
+        AdditiveNoise(t=0.5, random_state=1).fit(df)

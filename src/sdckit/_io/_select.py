@@ -218,5 +218,7 @@ def check_numeric(
             raise MissingValuesError(names[j], int(col_nan.sum()), int(np.argmax(col_nan)))
         matrix = np.ascontiguousarray(matrix[~nan_rows])
     if matrix.shape[0] < min_rows:
-        raise TooFewRowsError(f"need at least {min_rows} rows; the table has {matrix.shape[0]}.")
+        raise TooFewRowsError(
+            f"need at least {min_rows} rows; the table has {matrix.shape[0]} (n_samples = {matrix.shape[0]})."
+        )
     return matrix, tuple(names)

@@ -56,7 +56,7 @@ class PRAM(Anonymizer):
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str.
+    columns_ : tuple of str.
     transition_ : dict, per column ``(values, P)``: the values (list) and the (m, m) matrix.
     changes_ : dict, per column ``{"cells_changed", "values_merged"}`` on the fitted data.
 
@@ -91,7 +91,7 @@ class PRAM(Anonymizer):
     def fit_transform(self, X: DataSource, y: None = None) -> Any:
         """Fit, then release the very draw whose changes ``changes_`` records (also without a seed)."""
         self._fit(X)
-        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        frame, _ = frame_columns(X, list(self.columns_))
         drawn = self._draw(frame)
         self._record(frame, drawn)
         return self._release(frame, drawn)
@@ -109,7 +109,7 @@ class PRAM(Anonymizer):
     def _record(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> None:
         self.changes_ = {
             name: change_counts(text_values(frame[name]), np.array(drawn[name][1], dtype=object))
-            for name in self.feature_names_in_
+            for name in self.columns_
         }
 
     def _fit(self, X: DataSource) -> nw.DataFrame[Any]:
@@ -128,13 +128,13 @@ class PRAM(Anonymizer):
                 counts = np.bincount([index[v] for v in values if v is not None], minlength=len(observed))
                 transition[name] = (observed, invariant_matrix(counts.astype(np.int64), float(self.pd)))
         self.transition_ = transition
-        self.feature_names_in_ = tuple(names)
+        self.columns_ = tuple(names)
         return frame
 
     def _draw(self, frame: nw.DataFrame[Any]) -> dict[str, tuple[NDArray[np.int64], list[Any]]]:
         rng = np.random.default_rng(self.random_state)
         out: dict[str, tuple[NDArray[np.int64], list[Any]]] = {}
-        for name in self.feature_names_in_:
+        for name in self.columns_:
             cats, P = self.transition_[name]
             index = {str(v): i for i, v in enumerate(cats)}
             values = text_values(frame[name]).tolist()
@@ -162,7 +162,7 @@ class PRAM(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Draw the released values of the fitted columns (seeded by ``random_state``)."""
         self.check_is_fitted("transition_")
-        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        frame, _ = frame_columns(X, list(self.columns_))
         return self._release(frame, self._draw(frame))
 
     def _release(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> Any:

@@ -70,7 +70,7 @@ class GlobalRecoder(Anonymizer):
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str, the recoded columns.
+    columns_ : tuple of str, the recoded columns.
     rules_ : dict, per column the learned rule: ``{"breaks": [...], "labels": [...]}`` or
         ``{"mapping": {...}}``.
     changes_ : dict, per column ``{"cells_changed": int, "values_merged": int}`` on the fitted data
@@ -118,7 +118,7 @@ class GlobalRecoder(Anonymizer):
                 )
             learned[name] = _learn(name, rule, frame[name])
         self.rules_ = learned
-        self.feature_names_in_ = tuple(names)
+        self.columns_ = tuple(names)
         changes: dict[str, dict[str, int]] = {}
         for name in names:
             before = text_values(frame[name])
@@ -137,10 +137,10 @@ class GlobalRecoder(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Recode the fitted columns of ``X``; other columns and the row order are untouched."""
         self.check_is_fitted("rules_")
-        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        frame, _ = frame_columns(X, list(self.columns_))
         ns = nw.get_native_namespace(frame)
         replaced = {}
-        for name in self.feature_names_in_:
+        for name in self.columns_:
             new = self._apply(name, text_values(frame[name]))
             if all(v is None or isinstance(v, str) for v in new):
                 replaced[name] = nw.new_series(name, np.array(new, dtype=object), dtype=nw.String, backend=ns)

@@ -134,7 +134,7 @@ class LocalSuppressor(Anonymizer):
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str, the key columns.
+    columns_ : tuple of str, the key columns.
     suppressed_ : bool array (n, p), the cells suppressed to reach k.
     redacted_ : bool array (n, p), the cells redacted at random (all False without redaction).
     n_suppressed_ : int, cells suppressed (redactions not included).
@@ -218,7 +218,7 @@ class LocalSuppressor(Anonymizer):
             )
         final = np.where(suppressed | redacted, -1, original.T).astype(np.int32)
         self.group_sizes_ = wildcard_sizes(np.ascontiguousarray(final))
-        self.feature_names_in_ = tuple(names)
+        self.columns_ = tuple(names)
         self.suppressed_ = suppressed
         self.redacted_ = redacted
         self.n_suppressed_ = int(suppressed.sum())
@@ -239,7 +239,7 @@ class LocalSuppressor(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched."""
         self.check_is_fitted("suppressed_")
-        frame, names = frame_columns(X, list(self.feature_names_in_))
+        frame, names = frame_columns(X, list(self.columns_))
         if len(frame) != self.n_rows_ or _fingerprint(frame, names) != self.fingerprint_:
             raise ParameterError(
                 "LocalSuppressor decides cells for the very table it was fitted on, and this is another "

@@ -47,7 +47,7 @@ class TopBottomCoder(Anonymizer):
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str, the coded columns.
+    columns_ : tuple of str, the coded columns.
     thresholds_ : dict, per column ``(bottom, top)`` (None where not coded).
     changes_ : dict, per column ``{"cells_changed", "values_merged", "n_top", "n_bottom"}``.
 
@@ -119,7 +119,7 @@ class TopBottomCoder(Anonymizer):
                 raise ParameterError(f"column {name!r}: bottom {lo:g} is above top {hi:g}.")
             thresholds[name] = (lo, hi)
         self.thresholds_ = thresholds
-        self.feature_names_in_ = tuple(names)
+        self.columns_ = tuple(names)
         self.changes_ = {}
         for name in names:
             before = text_values(frame[name])
@@ -154,10 +154,10 @@ class TopBottomCoder(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Code the fitted columns of ``X``; other columns untouched."""
         self.check_is_fitted("thresholds_")
-        frame, _ = frame_columns(X, list(self.feature_names_in_))
+        frame, _ = frame_columns(X, list(self.columns_))
         ns = nw.get_native_namespace(frame)
         replaced = {}
-        for name in self.feature_names_in_:
+        for name in self.columns_:
             new, _, _ = self._apply(name, text_values(frame[name]))
             if any(isinstance(v, str) for v in new):
                 text = np.array([None if v is None else str(v) for v in new], dtype=object)

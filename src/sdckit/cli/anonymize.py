@@ -182,7 +182,7 @@ def suppress(
         release = model.transform(frame)
     payload = {
         "source": data.name,
-        "columns": list(model.feature_names_in_),
+        "columns": list(model.columns_),
         "k": k,
         "n_rows": model.n_rows_,
         "n_suppressed": model.n_suppressed_,
@@ -236,7 +236,7 @@ def pram(
     release = model.fit_transform(frame)  # the very draw whose changes are reported
     payload = {
         "source": data.name,
-        "columns": list(model.feature_names_in_),
+        "columns": list(model.columns_),
         "pd": pd,
         "seed": seed,
         "transition": {

@@ -87,7 +87,7 @@ def microaggregate(
             k=k, method=method, columns=cols, allow_linear_relations=allow_linear_relations  # type: ignore[arg-type]
         ).fit(frame)
         release = model.transform(frame)
-        names = list(model.feature_names_in_)
+        names = list(model.columns_)
         stats = None
         if positivity is not None:
             # 2-D per-column ids (method="rank") are accepted too: positivity keeps every group whole.

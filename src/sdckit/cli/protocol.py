@@ -103,7 +103,7 @@ def simulate(
     columns: str = typer.Option(..., "--columns", "-c", help="Comma-separated features of round 1."),
     k: int = typer.Option(5, "--k", min=2, help="Group size of the k-anonymity target (users, >= 2)."),
     budget: float = typer.Option(
-        0.05, "--budget", min=0.0, max=1.0, help="Share of users (0..1) allowed in groups < k."
+        0.05, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k."
     ),
     users: int | None = typer.Option(None, "--users", min=1, help="Use a random sample of this many users."),
     setting: str = typer.Option(

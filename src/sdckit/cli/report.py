@@ -33,7 +33,7 @@ def report(
     identifiers: str | None = typer.Option(None, "--identifiers", help="Comma-separated identifier columns (never released)."),
     keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
     k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
-    budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="Largest share of users (0..1) in groups < k for the plan (default 0.05)."),
+    budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
     simulate_protocol: int | None = typer.Option(
         None, "--simulate-protocol", min=0, metavar="USERS",

@@ -101,7 +101,7 @@ def risk(
         None, "--report", help="Also write an HTML report with the risk section."
     ),
     budget: float | None = typer.Option(
-        None, "--budget", help="Budget (share of users, 0..1) of the release plan in the --report section [default: 0.05]."
+        None, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k, for the release plan in the --report section [default: 0.05]."
     ),
     read: Any = None,  # filled by @reads_data
     weights: str | None = typer.Option(
@@ -320,7 +320,7 @@ def plan(
     identifiers: str | None = typer.Option(None, "--identifiers", help="Identifier columns: never candidates."),
     k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
-        0.05, "--budget", help="Share of users (0..1) allowed in groups smaller than k."
+        0.05, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k."
     ),
     from_marginals: Path | None = typer.Option(
         None,

@@ -108,7 +108,7 @@ def curve(
     s: float = _S,
     p: int = typer.Option(50, "--p", help="Number of questions (for the leakage), >= 1."),
     points: int = typer.Option(21, "--points", help="Rows of the table (the plot uses 400)."),
-    plot: Path | None = typer.Option(None, "--plot", help="Write U(t) and g_IT(eps) to this .svg, .png or .pdf file."),
+    plot: Path | None = typer.Option(None, "--plot", help="Write U(t) and g_IT(L) (L: leakage in nats) to this .svg, .png or .pdf file."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The privacy–utility curve: t, U(t), P_IT(t) (nats) and P_ET(t) from 0 to 1.2 t*."""
@@ -173,7 +173,10 @@ def design(
     r: float | None = typer.Option(None, "--r", help="Share of informative eigenvalues (or --data)."),
     s: float | None = typer.Option(None, "--s", help="Information eigenvalue (or --data)."),
     p: int | None = typer.Option(None, "--p", help="Number of questions (or --data: its columns)."),
-    epsilon: float | None = typer.Option(None, "--epsilon", help="Leakage budget P_IT, nats per respondent."),
+    max_leakage_nats: float | None = typer.Option(
+        None, "--max-leakage-nats", help="Largest information leakage P_IT allowed, in nats per respondent."
+    ),
+    old_epsilon: str | None = typer.Option(None, "--epsilon", hidden=True, help="Renamed --max-leakage-nats."),
     mmse: float | None = typer.Option(None, "--mmse", help="MMSE floor P_ET (variance units)."),
     min_separation: float | None = typer.Option(None, "--min-separation", help="Keep U(t) >= this."),
     data: Path | None = typer.Option(None, "--data", help="Fit the spiked model to this file instead."),
@@ -187,26 +190,32 @@ def design(
     """Recommend the noise variance t for a leakage budget, an MMSE floor, or a separation target."""
     from sdckit.spectral import design_noise, design_noise_from_data
 
-    if sum(v is not None for v in (epsilon, mmse, min_separation)) != 1:
-        raise typer.BadParameter("give exactly one of --epsilon, --mmse or --min-separation")
+    if old_epsilon is not None:
+        raise typer.BadParameter(
+            f"--epsilon is now --max-leakage-nats (e.g. --max-leakage-nats {old_epsilon}): the figure is the "
+            "information leakage P_IT in nats per respondent, not differential privacy's epsilon",
+            param_hint="--epsilon",
+        )
+    if sum(v is not None for v in (max_leakage_nats, mmse, min_separation)) != 1:
+        raise typer.BadParameter("give exactly one of --max-leakage-nats, --mmse or --min-separation")
     fit = None
     if data is not None and any(v is not None for v in (c, r, s, p)):
         raise typer.BadParameter("--data fits c, r, s and p from the file; leave out --c, --r, --s and --p")
     if data is not None:
         fit, d = design_noise_from_data(data_source(data, read), parse_columns(columns), standardize=standardize,
-                                        max_leakage=epsilon, min_mmse=mmse, min_separation=min_separation,
+                                        max_leakage=max_leakage_nats, min_mmse=mmse, min_separation=min_separation,
                                         missing="drop" if missing == "drop" else "error")
     else:
         if c is None or r is None or s is None or p is None:
             raise typer.BadParameter("give --c, --r, --s and --p (or --data)")
-        d = design_noise(_model(c, r, s), p, max_leakage=epsilon, min_mmse=mmse, min_separation=min_separation)
+        d = design_noise(_model(c, r, s), p, max_leakage=max_leakage_nats, min_mmse=mmse, min_separation=min_separation)
     if as_json:
         print_json({"design": d.to_dict(), "fit": fit.to_dict() if fit is not None else None})
         return
     table = Table("quantity", "value", title=d.constraint)
     table.add_row("recommended noise variance t", f"{d.t:.6g}")
     table.add_row("information leakage P_IT (nats)", f"{d.information_leakage_nats:.6g}")
-    table.add_row("estimation MMSE P_ET", f"{d.estimation_mmse:.6g}")
+    table.add_row("estimation MMSE P_ET (variance units)", f"{d.estimation_mmse:.6g}")
     table.add_row("separation U left", f"{d.separation:.6g} ({d.utility_share:.0%} of no-noise)")
     table.add_row("t* (gap closes)", f"{d.critical_noise:.6g}")
     table.add_row("separable components", f"{d.n_separable} of k = {d.k}")
@@ -298,7 +307,7 @@ def noise(
         frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
         try:
             noisy = AdditiveNoise(t=t, distribution=distribution, columns=cols,  # type: ignore[arg-type]
-                                  seed=seed).fit_transform(frame)
+                                  random_state=seed).fit_transform(frame)
         except MissingValuesError as err:  # the library's hint is for Python; this command has --missing
             raise MissingValuesError(err.column, err.count, err.first_row,
                                      fix="Add --missing drop to leave those rows out (counted), or impute them first.") from None

@@ -5,6 +5,9 @@
   values): each value becomes its group's centre, groups of at least k records.
 * :class:`MomentRestorer`: T(x) = A x + b with the original mean and covariance (Woo, NISS).
 * :class:`PositivityRestorer`: the same, keeping non-negative columns non-negative.
+* :class:`RestoredMicroaggregation`: microaggregation then restoration, one ordinary transformer.
+* :func:`distributed_microaggregate`: blocked MDAV on a Dask or Spark frame, block by block where
+  the rows live (same groups as ``Microaggregation(method="mdav_blocked", blocks=...)``).
 * :func:`utility_table`: IL, IL1s, eigenvalue distance, relative changes of moments and
   regressions, ECDF U_m/U_s, cluster U_c, propensity U_p, negative share, SDID risk.
 
@@ -12,8 +15,18 @@ Mathematics: the microaggregation notes (``docs/theory/microaggregation.md``; so
 """
 
 from sdckit.microagg._base import Centre, Missing
+from sdckit.microagg._composed import RestoredMicroaggregation
+from sdckit.microagg._distributed import distributed_microaggregate, distributed_moments
 from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_types_experiment
-from sdckit.microagg._groups import blocked_mdav_groups, kd_blocks, mdav_groups, standardize, vmdav_groups
+from sdckit.microagg._groups import (
+    block_mdav,
+    blocked_mdav_groups,
+    kd_blocks,
+    keyed_mdav_groups,
+    mdav_groups,
+    standardize,
+    vmdav_groups,
+)
 from sdckit.microagg._mdav import MDAV, Method, Microaggregation, information_loss
 from sdckit.microagg._positivity import (
     Fill,
@@ -29,7 +42,7 @@ from sdckit.microagg._relations import (
     check_linear_relations,
     find_linear_relations,
 )
-from sdckit.microagg._restore import MomentRestorer, RestoreMethod, restoring_map
+from sdckit.microagg._restore import MomentRestorer, RestoreMethod, map_from_moments, restoring_map
 from sdckit.microagg._utility import (
     UtilityTable,
     cluster_utility,
@@ -58,11 +71,15 @@ __all__ = [
     "PositivityRestorer",
     "PositivityStats",
     "RestoreMethod",
+    "RestoredMicroaggregation",
     "SortKey",
     "UtilityTable",
+    "block_mdav",
     "blocked_mdav_groups",
     "check_linear_relations",
     "cluster_utility",
+    "distributed_microaggregate",
+    "distributed_moments",
     "ecdf_utility",
     "eigen_distance",
     "eight_types_data",
@@ -72,6 +89,8 @@ __all__ = [
     "information_loss",
     "interval_disclosure",
     "kd_blocks",
+    "keyed_mdav_groups",
+    "map_from_moments",
     "mdav_groups",
     "propensity_utility",
     "restoring_map",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import narwhals as nw
 import numpy as np
@@ -11,6 +12,9 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import Estimator as Estimator  # re-exported for imports of the old private name
 from sdckit._io import DataSource, as_narwhals, check_columns, check_numeric
+from sdckit._scale import collect_if_lazy as collect_if_lazy
+from sdckit._scale import is_distributed as is_distributed
+from sdckit._scale import restore_kind as restore_kind
 from sdckit.errors import MissingValuesError, NonNumericColumnError, ParameterError
 
 Centre = Literal["mean", "median"]
@@ -54,3 +58,55 @@ def check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"k={k!r} must be a whole number >= 1 (the smallest group size), e.g. k=3.")
     return int(k)
+
+
+def refuse_distributed(X: object, name: str, method: str) -> None:
+    """Raise for methods that need every row in memory when X is a Dask or Spark frame."""
+    if not is_distributed(X):
+        return
+    raise ParameterError(
+        f"{name}(method={method!r}) needs every row in one place and this is a distributed "
+        f"{type(X).__module__.split('.')[0]} frame, which sdckit never collects. Use blocked MDAV, "
+        "which runs partition by partition: Microaggregation(method='mdav_blocked', blocks=[...]) or "
+        "sdckit.microagg.distributed_microaggregate(frame, k=..., blocks=[...])."
+    )
+
+
+def fingerprint(x: NDArray[np.float64]) -> str:
+    """A digest of a matrix's shape and bytes: "the same rows" for transform-after-fit checks."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr(x.shape).encode())
+    h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()
+
+
+def check_two_tables(name: str, original: object, masked: object) -> None:
+    """Raise unless ``masked`` is a table (a restorer's fit takes the original and the masked one)."""
+    shape = getattr(masked, "shape", None)
+    if masked is None or (isinstance(masked, np.ndarray) and masked.ndim != 2) or (
+        shape is not None and len(shape) == 1
+    ):
+        got = "nothing" if masked is None else f"a 1-d vector of {shape[0] if shape else '?'} values"
+        raise ParameterError(
+            f"{name}.fit(original, masked) takes two tables with the same columns, the original and "
+            f"its masked release; masked is {got}. Pass the masked table, or use "
+            "RestoredMicroaggregation, which masks and restores in one step."
+        )
+
+
+def read_two_tables(
+    est: Any, original: DataSource, masked: DataSource
+) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[str, ...]]:
+    """(original matrix, masked matrix, columns) of a restorer's ``fit(original, masked)``.
+
+    The original is validated first (so bad input gets the message scikit-learn's checks expect),
+    then ``masked`` must be a table with its columns; ``n_features_in_``/``feature_names_in_`` end
+    up describing ``masked``, the table ``transform`` takes.
+    """
+    name = type(est).__name__
+    original_frame, _ = est._read_input(original, reset=True)
+    x1, names = numeric_matrix(collect_if_lazy(original_frame, name), est.columns, min_rows=2)
+    check_two_tables(name, original, masked)
+    masked_frame, _ = est._read_input(masked, reset=True)
+    x2, _ = numeric_matrix(collect_if_lazy(masked_frame, name), list(names), min_rows=2)
+    return x1, x2, names

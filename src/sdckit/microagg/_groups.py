@@ -226,3 +226,58 @@ def group_centres(
             cen[has] = (sv[lo] + sv[hi]) / 2
         out[:, j] = np.where(ok, cen[groups], np.nan)
     return out
+
+
+def snapped_scale(mean: NDArray[np.float64], sd: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Mean and sd rounded to 10 significant digits, a zero sd replaced by 1.
+
+    The mean of a column summed in one pass (memory) and merged from partitions (Dask, Spark)
+    differ in the last bits; MDAV on integer-valued data meets exact ties, which such bits can
+    break differently. Both paths standardise with the rounded constants, so their z-scores are
+    bit for bit the same (unless a constant lies within ~1e-16 of a rounding boundary).
+    """
+    m = np.array([float(f"{v:.10g}") for v in mean])
+    s = np.array([float(f"{v:.10g}") for v in sd])
+    return m, np.where(s > 0, s, 1.0)
+
+
+def keyed_standardize(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """z-scores for :func:`keyed_mdav_groups`: population sd, constants from :func:`snapped_scale`."""
+    mean, sd = snapped_scale(np.nanmean(x, axis=0), np.nanstd(x, axis=0))
+    z = (x - mean) / sd
+    return np.ascontiguousarray(np.where(np.isnan(z), 0.0, z))  # a missing cell counts as the mean
+
+
+def keyed_mdav_groups(
+    z: NDArray[np.float64], k: int, blocks: NDArray[np.int64], *, workers: int | None = None
+) -> NDArray[np.int64]:
+    """MDAV inside given blocks (``blocks[i]`` the block code of row i, codes 0, 1, ...).
+
+    ``z`` from :func:`keyed_standardize` (or the same constants computed on a cluster).
+    The rows of a block are put in the lexicographic order of their values before MDAV runs, so
+    the groups do not depend on the order the rows arrive in (the order a Dask or Spark partition
+    holds them in): the same blocks give the same groups in memory and partition by partition.
+    Block b's groups are numbered after block b-1's; blocks run in ``workers`` threads (default:
+    the number of CPUs). Callers check that each block has >= k rows.
+    """
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    order = np.argsort(blocks, kind="stable")
+    bounds = np.flatnonzero(np.diff(blocks[order])) + 1
+    pieces = [p for p in np.split(order, bounds) if p.shape[0]] if order.shape[0] else []
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        local = list(pool.map(lambda rows: block_mdav(z[rows], k), pieces))
+    groups = np.empty(z.shape[0], dtype=np.int64)
+    offset = 0
+    for rows, g in zip(pieces, local, strict=True):
+        groups[rows] = g + offset
+        offset += int(g.max()) + 1
+    return groups
+
+
+def block_mdav(z: NDArray[np.float64], k: int) -> NDArray[np.int64]:
+    """MDAV groups of one block, independent of the order of its rows (lexicographic order first)."""
+    order = np.lexsort(z.T[::-1]) if z.shape[1] else np.arange(z.shape[0])
+    local = np.asarray(mdav_kernel(np.ascontiguousarray(z[order]), k))
+    out = np.empty_like(local)
+    out[order] = local
+    return np.asarray(out, dtype=np.int64)

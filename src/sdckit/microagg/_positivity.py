@@ -13,7 +13,15 @@ from numpy.typing import NDArray
 from sdckit._estimator import Estimator
 from sdckit._io import DataSource, like_input
 from sdckit.errors import InfeasibleError, ParameterError
-from sdckit.microagg._base import numeric_matrix
+from sdckit.microagg._base import (
+    check_two_tables,
+    collect_if_lazy,
+    fingerprint,
+    is_distributed,
+    numeric_matrix,
+    read_two_tables,
+    restore_kind,
+)
 from sdckit.microagg._restore import RANK_TOL, RestoreMethod, restoring_map
 
 PositivityMode = Literal["same", "subset", "global"]
@@ -235,7 +243,8 @@ class PositivityRestorer(Estimator):
 
     Attributes
     ----------
-    feature_names_in_, constrained_ : tuples of str. A_, b_ : the global map (original units).
+    n_features_in_ : int, columns of ``masked``; feature_names_in_ : their names (named input only).
+    columns_, constrained_ : tuples of str, the transformed and the sign-constrained columns. A_, b_ : the global map (original units).
     kept_ : bool array (n,), rows released as microaggregated (X1).
     stats_ : :class:`PositivityStats`, records and cells each step touched.
 
@@ -304,8 +313,13 @@ class PositivityRestorer(Estimator):
     ) -> PositivityRestorer:
         """Learn the maps and which rows are kept; rows of ``original`` and ``masked`` correspond."""
         self._check()
-        x1, names = numeric_matrix(original, self.columns, min_rows=2)
-        x2, _ = numeric_matrix(masked, list(names), min_rows=2)
+        if is_distributed(original) or is_distributed(masked):
+            raise ParameterError(
+                f"{type(self).__name__} chooses which records to keep one by one, so it needs every row in "
+                "memory, and sdckit never collects a Dask or Spark frame. Use MomentRestorer there "
+                "(its moments come from one distributed pass), or restore a sample in memory."
+            )
+        x1, x2, names = read_two_tables(self, original, masked)
         if x1.shape[0] != x2.shape[0]:
             raise ParameterError(
                 f"original has {x1.shape[0]} rows and masked {x2.shape[0]}: the positivity procedure "
@@ -359,7 +373,8 @@ class PositivityRestorer(Estimator):
             partition=self.partition,
         )
         self.A_, self.b_, _ = restoring_map(x1, x2, method=self.method)
-        self.feature_names_in_ = names
+        self.columns_ = names
+        self._fingerprint = fingerprint(x2)
         self.constrained_ = tuple(n for n, s in zip(names, signs, strict=True) if s != 0)
         self.signs_ = signs
         self.kept_ = kept
@@ -370,9 +385,25 @@ class PositivityRestorer(Estimator):
     def transform(self, masked: DataSource) -> Any:
         """The positivity-constrained release for the rows seen in ``fit``, as ``masked``'s frame type."""
         self.check_is_fitted("kept_")
-        x2, names = numeric_matrix(masked, list(self.feature_names_in_))
-        if x2.shape[0] != self.kept_.shape[0]:
+        frame, was_array = self._read_input(masked, reset=False)
+        frame = collect_if_lazy(frame, type(self).__name__)
+        x2, names = numeric_matrix(frame, list(self.columns_))
+        if x2.shape[0] != self.kept_.shape[0] or fingerprint(x2) != self._fingerprint:
             raise ParameterError(
-                f"transform needs the {self.kept_.shape[0]} rows seen in fit; got {x2.shape[0]}."
+                f"{type(self).__name__} releases the masked rows seen in fit ({self.kept_.shape[0]} rows), and "
+                f"these {x2.shape[0]} rows are not those rows. Fit it on (original, masked) of this table, "
+                "or use fit_transform(original, masked)."
             )
-        return like_input(masked, {name: self._release[:, j] for j, name in enumerate(names)})
+        out = like_input(frame, {name: self._release[:, j] for j, name in enumerate(names)})
+        return self._write_output(restore_kind(out, masked), was_array)
+
+    def fit_transform(
+        self,
+        original: DataSource,
+        masked: DataSource | None = None,
+        groups: NDArray[np.int64] | None = None,
+        **fit_params: Any,
+    ) -> Any:
+        """``fit(original, masked, groups).transform(masked)``: the positivity-constrained release."""
+        check_two_tables(type(self).__name__, original, masked)
+        return self.fit(original, masked, groups=groups).transform(masked)

@@ -8,10 +8,17 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from sdckit._estimator import Estimator
+from sdckit._estimator import Estimator, frame_columns
 from sdckit._io import DataSource, like_input
 from sdckit.errors import InfeasibleError, ParameterError
-from sdckit.microagg._base import numeric_matrix
+from sdckit.microagg._base import (
+    check_two_tables,
+    collect_if_lazy,
+    is_distributed,
+    numeric_matrix,
+    read_two_tables,
+    restore_kind,
+)
 
 RestoreMethod = Literal["svd", "cholesky", "procrustes"]
 """How A is chosen among the maps with ``A S2 A^T = S1`` (all ``S1^{1/2} Q S2^{-1/2}``, Q orthogonal):
@@ -67,6 +74,21 @@ def restoring_map(
     s1 = np.cov(x1, rowvar=False, ddof=1).reshape(x1.shape[1], -1) if target_cov is None else target_cov
     e2 = x2.mean(axis=0)
     s2 = np.cov(x2, rowvar=False, ddof=1).reshape(x2.shape[1], -1)
+    return map_from_moments(e1, s1, e2, s2, method=method)
+
+
+def map_from_moments(
+    e1: NDArray[np.float64],
+    s1: NDArray[np.float64],
+    e2: NDArray[np.float64],
+    s2: NDArray[np.float64],
+    *,
+    method: RestoreMethod = "svd",
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]:
+    """A, b and rank of :func:`restoring_map` from the moments alone (means E, covariances S, ddof=1).
+
+    The map needs nothing else, so on a distributed frame one pass that sums x and x x^T suffices.
+    """
     sd = np.sqrt(np.clip(np.diag(s1), 0.0, None))
     sd = np.where(sd > 0, sd, 1.0)
     s1z = s1 / np.outer(sd, sd)
@@ -124,12 +146,18 @@ class MomentRestorer(Estimator):
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str.
+    n_features_in_ : int, columns of ``masked`` in fit. feature_names_in_ : object array of their
+        names (input with column names only).
+    columns_ : tuple of str, the restored columns.
     A_ : (p, p) float64 matrix (original units). b_ : (p,) float64 offset (original units).
     rank_ : rank of the covariance of the original columns.
 
     Notes
     -----
+    ``fit`` takes two tables, the original and the masked one, so the restorer is not a step of
+    a scikit-learn :class:`~sklearn.pipeline.Pipeline` on its own (a step sees only the previous
+    step's output); :class:`RestoredMicroaggregation` is MDAV then this restoration as one ordinary
+    transformer. After a Pipeline of masking steps, fit it on ``(X, pipeline.fit_transform(X))``.
     Covariances use ddof=1. The transformed data match E1 and S1 up to rounding (~1e-12
     relative). A linear map does not preserve positivity [seed]; see :class:`PositivityRestorer`.
 
@@ -149,18 +177,48 @@ class MomentRestorer(Estimator):
         self.columns = columns
 
     def fit(self, original: DataSource, masked: DataSource) -> MomentRestorer:
-        """Learn A and b from the original and the masked tables (rows need not correspond)."""
+        """Learn A and b from the original and the masked tables (rows need not correspond).
+
+        Both are frames with the same columns, or arrays of the same width (columns ``x0, x1, ...``);
+        ``n_features_in_``/``feature_names_in_`` describe ``masked``, the table ``transform`` takes.
+        On Dask or Spark frames the moments come from one distributed pass over each table.
+        """
         if self.method not in _METHODS:
             raise ParameterError(f"method={self.method!r}: use one of {', '.join(_METHODS)}.")
-        x1, names = numeric_matrix(original, self.columns, min_rows=2)
-        x2, _ = numeric_matrix(masked, list(names), min_rows=2)
+        if is_distributed(original) or is_distributed(masked):
+            from sdckit.microagg._distributed import distributed_moments
+
+            (_, e1, s1), names = distributed_moments(original, self.columns)
+            (_, e2, s2), _ = distributed_moments(masked, list(names))
+            self.A_, self.b_, self.rank_ = map_from_moments(e1, s1, e2, s2, method=self.method)
+            self.columns_ = names
+            self.n_features_in_ = len(frame_columns(masked))
+            self.feature_names_in_ = np.asarray(frame_columns(masked), dtype=object)
+            return self
+        x1, x2, names = read_two_tables(self, original, masked)
         self.A_, self.b_, self.rank_ = restoring_map(x1, x2, method=self.method)
-        self.feature_names_in_ = names
+        self.columns_ = names
         return self
 
     def transform(self, masked: DataSource) -> Any:
-        """Apply T to the fitted columns of ``masked``; same frame type, other columns untouched."""
+        """Apply T to the fitted columns of ``masked``; same frame type, other columns untouched.
+
+        A Dask or Spark frame stays distributed and lazy: T is applied partition by partition.
+        """
         self.check_is_fitted("A_")
-        x2, names = numeric_matrix(masked, list(self.feature_names_in_))
+        if is_distributed(masked):
+            from sdckit.microagg._distributed import distributed_linear_map
+
+            return distributed_linear_map(masked, self.columns_, self.A_, self.b_)
+        frame, was_array = self._read_input(masked, reset=False)
+        frame = collect_if_lazy(frame, type(self).__name__)
+        x2, names = numeric_matrix(frame, list(self.columns_))
         y = x2 @ self.A_.T + self.b_
-        return like_input(masked, {name: y[:, j] for j, name in enumerate(names)})
+        out = like_input(frame, {name: y[:, j] for j, name in enumerate(names)})
+        return self._write_output(restore_kind(out, masked), was_array)
+
+    def fit_transform(self, original: DataSource, masked: DataSource | None = None, **fit_params: Any) -> Any:
+        """``fit(original, masked).transform(masked)``: the restored release."""
+        if masked is None:
+            check_two_tables(type(self).__name__, original, masked)
+        return self.fit(original, masked).transform(masked)

@@ -352,11 +352,11 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
     details["t"] = t
     if step.distribution == "discrete":
         # integer answers: noise of variance t on the raw scale keeps them integers
-        noisy = AdditiveNoise(t=t, distribution="discrete", seed=seed).fit_transform(frame.select(columns))
+        noisy = AdditiveNoise(t=t, distribution="discrete", random_state=seed).fit_transform(frame.select(columns))
         details["scale"] = "raw units"
     else:
         Z = pl.DataFrame(((X - mean) / sd), schema=list(columns), orient="row")
-        Zn = AdditiveNoise(t=t, distribution=step.distribution, seed=seed).fit_transform(Z)
+        Zn = AdditiveNoise(t=t, distribution=step.distribution, random_state=seed).fit_transform(Z)
         noisy = pl.DataFrame(Zn.to_numpy() * sd + mean, schema=list(columns), orient="row")
         details["scale"] = "standardised columns (t in units of each column's variance)"
     out = frame.with_columns(noisy.select(columns))

@@ -118,7 +118,7 @@ def threshold(n: int, *, k: ArrayLike | None = None, t: ArrayLike | None = None)
 
 
 def check_budget(budget: float) -> float:
-    """A budget is a share of users in [0, 1]; above 0.5 is legal but unusual (warned)."""
+    """A budget, the largest share of users allowed in groups smaller than k, in [0, 1]; above 0.5 is legal but unusual (warned)."""
     try:
         b = float(budget)
     except (TypeError, ValueError):
@@ -127,7 +127,7 @@ def check_budget(budget: float) -> float:
         ) from None
     if not math.isfinite(b) or b < 0 or b > 1:
         raise ParameterError(
-            f"budget={budget!r} is outside [0, 1]; it is the share of users allowed below k."
+            f"budget={budget!r} is outside [0, 1]; it is the largest share of users allowed in groups smaller than k."
         )
     if b > 0.5:
         warnings.warn(

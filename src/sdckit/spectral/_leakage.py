@@ -2,8 +2,8 @@
 
 Gaussian data and noise, k = floor(r p) spikes of variance s, noise variance t per entry:
 
-    P_IT(t) = (k / 2) log(1 + s / t)       nats,   inverse  t = s / (exp(2 eps / k) - 1)   [seed]
-    P_ET(t) = k s t / (s + t)              total MMSE (variance units), inverse t = eps s / (k s - eps)
+    P_IT(t) = (k / 2) log(1 + s / t)       nats,   inverse  t = s / (exp(2 L / k) - 1)   [seed]
+    P_ET(t) = k s t / (s + t)              total MMSE (variance units), inverse t = m s / (k s - m)
     P_ET(t) = -2 t^2 P_IT'(t)              (I-MMSE) [seed]
 
 Inverses round toward privacy: the returned t satisfies the budget in floating point too.
@@ -94,12 +94,12 @@ def estimation_leakage(t: ArrayLike, *, k: int, s: float) -> Any:
     return _out(out, scalar)
 
 
-def noise_for_information(eps: ArrayLike, *, k: int, s: float) -> Any:
-    """Smallest t with P_IT(t) <= eps: s / expm1(2 eps / k); +inf for eps <= 0, 0 for eps = inf.
+def noise_for_information(max_leakage_nats: ArrayLike, *, k: int, s: float) -> Any:
+    """Smallest t with P_IT(t) <= L = ``max_leakage_nats`` (nats): s / expm1(2 L / k); +inf for L <= 0, 0 for L = inf.
 
-    Rounded toward privacy: ``information_leakage(t) <= eps`` holds in floating point.
+    Rounded toward privacy: ``information_leakage(t) <= L`` holds in floating point.
     """
-    ea, scalar = _as_array(eps, "eps")
+    ea, scalar = _as_array(max_leakage_nats, "max_leakage_nats")
     with np.errstate(divide="ignore", over="ignore"):
         t = np.where(ea <= 0, np.inf, s / np.expm1(2.0 * np.maximum(ea, 0.0) / k))
     for _ in range(8):  # a few ulps at most
@@ -110,14 +110,14 @@ def noise_for_information(eps: ArrayLike, *, k: int, s: float) -> Any:
     return _out(t, scalar)
 
 
-def noise_for_estimation(eps: ArrayLike, *, k: int, s: float) -> Any:
-    """Smallest t with P_ET(t) >= eps: eps s / (k s - eps) for 0 <= eps < k s, +inf (none) for eps >= k s.
+def noise_for_estimation(min_mmse: ArrayLike, *, k: int, s: float) -> Any:
+    """Smallest t with P_ET(t) >= m = ``min_mmse`` (variance units): m s / (k s - m) for 0 <= m < k s, +inf for m >= k s.
 
-    Rounded toward privacy: ``estimation_leakage(t) >= eps`` holds in floating point.
+    Rounded toward privacy: ``estimation_leakage(t) >= m`` holds in floating point.
     """
-    ea, scalar = _as_array(eps, "eps")
+    ea, scalar = _as_array(min_mmse, "min_mmse")
     if np.any(ea < 0):
-        raise ParameterError("eps < 0: an MMSE floor is a variance, give eps >= 0.")
+        raise ParameterError("min_mmse < 0: an MMSE floor is a variance, give min_mmse >= 0.")
     ks = k * s
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(ea >= ks, np.inf, ea * s / (ks - ea))

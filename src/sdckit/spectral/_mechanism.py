@@ -7,16 +7,19 @@ Each respondent adds i.i.d. noise of mean 0 and variance t to each numeric answe
 
 from __future__ import annotations
 
+import inspect
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, Self
 
 import numpy as np
 from numpy.typing import NDArray
 
-from sdckit._estimator import Estimator
-from sdckit._io import DataSource, check_numeric, like_input
-from sdckit.errors import MissingValuesError, ParameterError
+from sdckit._estimator import Estimator, RandomState, as_generator
+from sdckit._io import DataSource, as_narwhals, check_numeric, like_input
+from sdckit._scale import collect_if_lazy, engine_of, restore_kind
+from sdckit.errors import InputError, MissingValuesError, ParameterError
 from sdckit.spectral._model import SpikedModel
 
 NoiseDistribution = Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"]
@@ -30,13 +33,7 @@ Seed = int | np.random.Generator | None
 
 def as_rng(seed: Seed) -> np.random.Generator:
     """A numpy Generator from ``seed``: a Generator as is, an int >= 0, or None for OS entropy."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise ParameterError(
-            f"seed={seed!r}: give a whole number >= 0, a numpy Generator, or None for fresh OS entropy."
-        )
-    return np.random.default_rng(seed)
+    return as_generator(seed, name="seed")
 
 
 def _check_t(t: float) -> float:
@@ -71,7 +68,25 @@ def draw_noise(shape: tuple[int, ...], t: float, distribution: NoiseDistribution
     raise ParameterError(f"distribution={distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}.")
 
 
-class AdditiveNoise(Estimator):
+class _AcceptsOldSeed(type):
+    """Maps ``AdditiveNoise(seed=...)``, the name before scikit-learn's, to ``random_state=``.
+
+    A metaclass, so that the constructor's signature (which scikit-learn reads) has only
+    ``random_state``; remove once no caller uses ``seed=``.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if "seed" in kwargs:
+            warnings.warn(
+                f"{cls.__name__}(seed=...) is now {cls.__name__}(random_state=...), scikit-learn's name.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            kwargs.setdefault("random_state", kwargs.pop("seed"))
+        return super().__call__(*args, **kwargs)
+
+
+class AdditiveNoise(Estimator, metaclass=_AcceptsOldSeed):
     """Local additive noise: each respondent adds i.i.d. noise of variance ``t`` to each answer.
 
     ``X_t = X + sqrt(t) Z`` with Z of mean 0 and variance 1 [seed, arXiv:1801.03553 §II]. Applied row
@@ -83,27 +98,34 @@ class AdditiveNoise(Estimator):
     t : noise variance per entry, in the squared units of the columns (>= 0).
     distribution : law of the noise (see ``NoiseDistribution``); ``"discrete"`` keeps integers integer.
     columns : numeric columns to perturb (default: all); other columns pass through unchanged.
-    seed : int or numpy Generator; an int gives the same noise on every ``transform`` call.
-        None draws fresh OS entropy.
+    random_state : int, numpy Generator or RandomState, or None (default) for fresh OS entropy; an
+        int gives the same noise on every ``transform`` call.
 
     Warnings
     --------
-    A fixed seed makes the noise reproducible, so anyone who knows the seed can subtract it: use
-    seeds for tests and simulations only, never for a real release.
+    A fixed ``random_state`` makes the noise reproducible, so anyone who knows it can subtract the
+    noise: use it for tests and simulations only, never for a real release.
 
     Attributes
     ----------
-    feature_names_in_ : tuple of str, the perturbed columns.
-    n_features_in_ : int.
-    leakage_bound_ : :class:`LeakageBound` (or None below 2 rows): P_IT(t) <= 1/2 log det(I + Sigma/t)
+    n_features_in_ : int, columns of ``X`` in fit. feature_names_in_ : object array of their names
+        (input with column names only; a numpy array is read as ``x0, x1, ...``).
+    columns_ : tuple of str, the perturbed columns.
+    leakage_bound_ : :class:`LeakageBound` (None below 2 rows, and on a Dask or Spark frame): P_IT(t) <= 1/2 log det(I + Sigma/t)
         + p D(Z_1) nats per respondent, Sigma the fitted columns' sample covariance, any data law;
         its ``applies`` says which bound holds for this noise law (spectral notes §4).
+
+    Notes
+    -----
+    On a Dask or Spark frame the noise is drawn partition by partition, where the rows live, from
+    the seed sequence ``SeedSequence(random_state, spawn_key=(partition, batch))``; the result is a
+    frame of the same kind, still lazy. A numpy array in gives a numpy array out.
 
     Examples
     --------
     >>> import polars as pl
     >>> df = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "z"]})
-    >>> out = AdditiveNoise(t=0.5, columns=["a"], seed=1).fit_transform(df)
+    >>> out = AdditiveNoise(t=0.5, columns=["a"], random_state=1).fit_transform(df)
     >>> out.columns, out["b"].to_list()
     (['a', 'b'], ['x', 'y', 'z'])
     """
@@ -116,41 +138,56 @@ class AdditiveNoise(Estimator):
         t: float = 1.0,
         distribution: NoiseDistribution = "gaussian",
         columns: Sequence[str] | None = None,
-        seed: Seed = None,
+        random_state: RandomState = None,
     ) -> None:
         self.t = t
         self.distribution = distribution
         self.columns = columns
-        self.seed = seed
+        self.random_state = random_state
 
-    def fit(self, X: DataSource, y: None = None) -> Self:
-        """Validate the parameters and the columns (numeric, no missing values)."""
+    def _check(self) -> None:
         _check_t(self.t)
-        as_rng(self.seed)  # a bad seed fails here, before any data is read
+        as_generator(self.random_state)  # a bad random_state fails here, before any data is read
         if self.distribution not in DISTRIBUTIONS:
             raise ParameterError(
                 f"distribution={self.distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}."
             )
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    def fit(self, X: DataSource, y: None = None) -> Self:
+        """Validate the parameters and the columns (numeric, no missing values)."""
+        self._check()
+        if engine_of(X) is not None:
+            from sdckit.microagg._distributed import distributed_moments
+
+            _, names = distributed_moments(X, self.columns)  # one pass: numeric, no missing cells
+            all_names = [str(c) for c in as_narwhals(X).collect_schema().names()]
+            self.n_features_in_ = len(all_names)
+            self.feature_names_in_ = np.asarray(all_names, dtype=object)
+            self.columns_ = names
+            self.leakage_bound_ = None  # the bound needs the covariance matrix, not computed distributed
+            return self
+        frame, _ = self._read_input(X, reset=True)
+        frame = collect_if_lazy(frame, type(self).__name__)
         try:
-            z, names = check_numeric(X, self.columns)
+            z, names = check_numeric(frame, self.columns)
         except MissingValuesError as err:  # the generic hint names an option this mechanism lacks
             raise MissingValuesError(
                 err.column, err.count, err.first_row,
                 fix="Additive noise needs every answer: impute the gaps, or drop those rows first "
                 "(e.g. sdckit.read_data(data, missing='drop')).",
             ) from None
-        self.feature_names_in_ = names
-        self.n_features_in_ = len(names)
+        self.columns_ = names
         from sdckit.spectral._nongaussian import leakage_bound_of_data
 
         self.leakage_bound_ = leakage_bound_of_data(z, self.t, self.distribution)
         return self
 
-    def transform(self, X: DataSource) -> Any:
-        """Return X with noise added to the fitted columns, as the caller's own frame type."""
-        self.check_is_fitted("feature_names_in_")
-        z, names = check_numeric(X, list(self.feature_names_in_))
-        rng = as_rng(self.seed)
+    def _noisy(self, z: NDArray[np.float64], names: Sequence[str], rng: np.random.Generator) -> dict[str, NDArray[Any]]:
         noise = draw_noise(z.shape, self.t, self.distribution, rng)
         out: dict[str, NDArray[Any]] = {}
         for j, name in enumerate(names):
@@ -158,11 +195,59 @@ class AdditiveNoise(Estimator):
             if self.distribution == "discrete" and np.all(z[:, j] == np.round(z[:, j])):
                 col = col.astype(np.int64)  # integer answers stay integers
             out[name] = col
-        return like_input(X, out)
+        return out
 
-    def fit_transform(self, X: DataSource, y: None = None) -> Any:
+    def transform(self, X: DataSource) -> Any:
+        """Return X with noise added to the fitted columns, as the caller's own frame type."""
+        self.check_is_fitted("columns_")
+        if engine_of(X) is not None:
+            return self._transform_distributed(X)
+        frame, was_array = self._read_input(X, reset=False)
+        frame = collect_if_lazy(frame, type(self).__name__)
+        z, names = check_numeric(frame, list(self.columns_))
+        out = like_input(frame, self._noisy(z, names, as_generator(self.random_state)))
+        return self._write_output(restore_kind(out, X), was_array)
+
+    def _transform_distributed(self, X: DataSource) -> Any:
+        from sdckit._scale import map_partitions, numeric_dtypes
+        from sdckit._scale._engines import _as_float
+
+        rs = self.random_state
+        if isinstance(rs, (int, np.integer)) and not isinstance(rs, bool):
+            entropy = int(rs)
+        elif rs is None:
+            entropy = int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]  # fresh OS entropy
+        else:
+            entropy = int(as_generator(rs).integers(0, 2**63 - 1))
+        cols = list(self.columns_)
+        keep_int = self.distribution == "discrete" and _integer_columns(X, cols)
+        floats = [] if keep_int else cols
+        numeric_dtypes(X, cols)
+
+        def add(pdf: Any, key: tuple[int, int]) -> Any:
+            rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
+            noisy = self._noisy(_as_float(pdf, cols), cols, rng)
+            out = pdf.copy()
+            for c in cols:
+                out[c] = noisy[c].astype(np.int64) if keep_int else noisy[c].astype(np.float64)
+            return out
+
+        return map_partitions(X, add, floats=floats)
+
+    def fit_transform(self, X: DataSource, y: None = None, **fit_params: Any) -> Any:
         """``fit(X).transform(X)``."""
         return self.fit(X).transform(X)
+
+
+# the constructor's own signature, not the metaclass's (*args, **kwargs): scikit-learn reads it
+AdditiveNoise.__signature__ = inspect.Signature(
+    list(inspect.signature(AdditiveNoise.__init__).parameters.values())[1:]
+)
+
+
+def _integer_columns(X: DataSource, cols: Sequence[str]) -> bool:
+    schema = as_narwhals(X).collect_schema()
+    return all(schema[c].is_integer() for c in cols)
 
 
 class NoisyPCA(Estimator):
@@ -182,6 +267,8 @@ class NoisyPCA(Estimator):
 
     Attributes
     ----------
+    n_features_in_ : int; feature_names_in_ : object array of the input's names (named input only).
+    columns_ : tuple of str, the columns analysed.
     eigenvalues_ : (p,) eigenvalues of Sigma_hat_t, descending (variance units).
     explained_variance_ : (p,) eigenvalues of the estimate Sigma_hat_t - t I.
     components_ : (p, p) unit eigenvectors, one per row, in the same order.
@@ -193,7 +280,7 @@ class NoisyPCA(Estimator):
     --------
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(2000, 40)) * np.r_[np.full(4, 3.0), np.full(36, 0.1)]
-    >>> pca = NoisyPCA(t=1.0).fit(AdditiveNoise(t=1.0, seed=1).fit_transform(X_frame(X)))
+    >>> pca = NoisyPCA(t=1.0).fit(AdditiveNoise(t=1.0, random_state=1).fit_transform(X_frame(X)))
     >>> pca.n_spikes_, pca.n_separable_
     (4, 4)
     """
@@ -214,18 +301,41 @@ class NoisyPCA(Estimator):
         self.center = center
 
     def fit(self, X: DataSource, y: None = None) -> Self:
-        """Eigen-decompose the noisy sample covariance and compute the diagnostics."""
+        """Eigen-decompose the noisy sample covariance and compute the diagnostics.
+
+        On a Dask or Spark frame the covariance comes from one distributed pass (no row reaches
+        the driver); a numpy array is read as columns ``x0, x1, ...``.
+        """
         from sdckit.spectral._design import fit_spiked
 
         t = _check_t(self.t)
-        z, names = check_numeric(X, self.columns, min_rows=2)
-        n, p = z.shape
-        if self.center:
-            z = z - z.mean(axis=0)
-        cov = z.T @ z / n
+        if engine_of(X) is not None:
+            from sdckit.microagg._distributed import distributed_moments
+
+            (n, mean, cov1), names = distributed_moments(X, self.columns)
+            all_names = [str(c) for c in as_narwhals(X).collect_schema().names()]
+            self.n_features_in_ = len(all_names)
+            self.feature_names_in_ = np.asarray(all_names, dtype=object)
+            p = len(names)
+            cov = cov1 * (n - 1) / n  # the 1/n covariance of the centred columns
+            if not self.center:
+                cov = cov + np.outer(mean, mean)
+        else:
+            frame, _ = self._read_input(X, reset=True)
+            frame = collect_if_lazy(frame, type(self).__name__)
+            z, names = check_numeric(frame, self.columns, min_rows=2)
+            n, p = z.shape
+            if p < 2:
+                raise InputError(
+                    f"{type(self).__name__} needs at least 2 columns (a spiked model over 1 feature(s) has no "
+                    "noise bulk to separate from); give two or more numeric columns."
+                )
+            if self.center:
+                z = z - z.mean(axis=0)
+            cov = z.T @ z / n
         vals, vecs = np.linalg.eigh(cov)
         order = np.argsort(vals)[::-1]
-        self.feature_names_in_ = names
+        self.columns_ = names
         self.eigenvalues_ = vals[order]
         self.explained_variance_ = self.eigenvalues_ - t
         self.components_ = vecs[:, order].T
@@ -238,12 +348,25 @@ class NoisyPCA(Estimator):
         self.n_separable_ = fit.k if self.predicted_gap_ > 0 else 0
         return self
 
+    def _n_out(self) -> int:
+        return int(self.n_separable_ or self.n_spikes_)
+
     def transform(self, X: DataSource) -> NDArray[np.float64]:
-        """Scores on the separable components (n, k) (all k spikes when none is separable)."""
+        """Scores on the separable components (n, k) (all k spikes when none is separable).
+
+        The columns are ``noisypca0, noisypca1, ...`` (:meth:`get_feature_names_out`); with
+        ``set_output(transform="pandas" | "polars")`` they come as a frame of that kind.
+        """
         self.check_is_fitted("components_")
-        z, _ = check_numeric(X, list(self.feature_names_in_))
-        k = self.n_separable_ or self.n_spikes_
-        return np.asarray(z @ self.components_[:k].T, dtype=float)
+        frame, _ = self._read_input(X, reset=False)
+        frame = collect_if_lazy(frame, type(self).__name__)
+        z, _ = check_numeric(frame, list(self.columns_))
+        return np.asarray(z @ self.components_[: self._n_out()].T, dtype=float)
+
+    def get_feature_names_out(self, input_features: Any = None) -> NDArray[np.object_]:
+        """``noisypca0, noisypca1, ...``, one per score column of :meth:`transform`."""
+        self.check_is_fitted("components_")
+        return np.asarray([f"noisypca{i}" for i in range(self._n_out())], dtype=object)
 
     def diagnostics(self) -> dict[str, Any]:
         """The random-matrix diagnostics as a JSON-ready dict."""

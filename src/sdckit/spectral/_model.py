@@ -255,13 +255,13 @@ class SpikedModel:
         self._t(t)
         return _leakage.estimation_leakage(t, k=self.spike_count(p), s=self.s)
 
-    def noise_for_information(self, eps: ArrayLike, p: int) -> Any:
-        """Smallest t with P_IT(t) <= eps nats: s / (exp(2 eps/k) - 1), rounded toward privacy."""
-        return _leakage.noise_for_information(eps, k=self.spike_count(p), s=self.s)
+    def noise_for_information(self, max_leakage_nats: ArrayLike, p: int) -> Any:
+        """Smallest t with P_IT(t) <= L = ``max_leakage_nats``: s / (exp(2 L / k) - 1), rounded toward privacy."""
+        return _leakage.noise_for_information(max_leakage_nats, k=self.spike_count(p), s=self.s)
 
-    def noise_for_estimation(self, eps: ArrayLike, p: int) -> Any:
-        """Smallest t with P_ET(t) >= eps: eps s / (k s - eps); +inf when eps >= k s (no such t)."""
-        return _leakage.noise_for_estimation(eps, k=self.spike_count(p), s=self.s)
+    def noise_for_estimation(self, min_mmse: ArrayLike, p: int) -> Any:
+        """Smallest t with P_ET(t) >= m = ``min_mmse``: m s / (k s - m); +inf when m >= k s (no such t)."""
+        return _leakage.noise_for_estimation(min_mmse, k=self.spike_count(p), s=self.s)
 
     def _sup(self, t_lo: NDArray[np.float64], method: SupMethod, grid: int) -> NDArray[np.float64]:
         """sup{U(t) : t >= t_lo} by the chosen method (t_lo = inf gives 0)."""
@@ -292,37 +292,37 @@ class SpikedModel:
                 )
         return best if method == "both" else np.where(finite, on_grid, 0.0)
 
-    def utility_at_information(self, eps: ArrayLike, p: int, *, method: SupMethod = "monotone",
+    def utility_at_information(self, max_leakage_nats: ArrayLike, p: int, *, method: SupMethod = "monotone",
                                grid: int = 2001) -> Any:
-        """g_IT(eps) = sup{U(t) : P_IT(t) <= eps}: the separation left under a leakage budget (nats).
+        """g_IT(L) = sup{U(t) : P_IT(t) <= L}: the separation left under a leakage budget L (nats).
 
-        With U non-increasing, g_IT(eps) = U(P_IT^{-1}(eps)) [seed, notes §4]; g_IT(eps) = 0 iff
-        eps <= P_IT(t*). eps <= 0 gives 0 (no finite t leaks nothing); eps = inf gives U(0).
+        ``L = max_leakage_nats``. With U non-increasing, g_IT(L) = U(P_IT^{-1}(L)) [seed, notes §4];
+        g_IT(L) = 0 iff L <= P_IT(t*). L <= 0 gives 0 (no finite t leaks nothing); L = inf gives U(0).
 
         Examples
         --------
         >>> m = SpikedModel(0.5, 0.3, 10.0)
-        >>> eps_star = m.information_leakage(m.critical_noise(), p=50)   # 10.1086 nats
-        >>> m.utility_at_information(0.999 * eps_star, p=50), round(m.utility_at_information(12.0, p=50), 4)
+        >>> leak_star = m.information_leakage(m.critical_noise(), p=50)   # 10.1086 nats
+        >>> m.utility_at_information(0.999 * leak_star, p=50), round(m.utility_at_information(12.0, p=50), 4)
         (0.0, 0.5685)
         """
-        ea, scalar = _arr(eps, "eps")
+        ea, scalar = _arr(max_leakage_nats, "max_leakage_nats")
         t_lo = np.asarray(self.noise_for_information(ea, p), dtype=float)
         return _ret(self._sup(t_lo, method, grid), scalar)
 
-    def utility_at_estimation(self, eps: ArrayLike, p: int, *, method: SupMethod = "monotone",
+    def utility_at_estimation(self, min_mmse: ArrayLike, p: int, *, method: SupMethod = "monotone",
                               grid: int = 2001) -> Any:
-        """g_ET(eps) = sup{U(t) : P_ET(t) >= eps}: the separation left under an MMSE floor eps.
+        """g_ET(m) = sup{U(t) : P_ET(t) >= m}: the separation left under an MMSE floor m = ``min_mmse``.
 
-        With U non-increasing, g_ET(eps) = U(eps s / (k s - eps)) for 0 <= eps < k s [seed, notes §4].
-        For eps >= k s the constraint set is empty: returns 0 and warns (SdcWarning).
+        With U non-increasing, g_ET(m) = U(m s / (k s - m)) for 0 <= m < k s [seed, notes §4].
+        For m >= k s the constraint set is empty: returns 0 and warns (SdcWarning).
         """
-        ea, scalar = _arr(eps, "eps")
+        ea, scalar = _arr(min_mmse, "min_mmse")
         t_lo = np.asarray(self.noise_for_estimation(ea, p), dtype=float)
         if np.any(np.isinf(t_lo)):
             ks = self.spike_count(p) * self.s
             warnings.warn(
-                f"MMSE floor eps >= k s = {ks:.6g}: no noise level reaches it (P_ET < k s for every t); "
+                f"MMSE floor min_mmse >= k s = {ks:.6g}: no noise level reaches it (P_ET < k s for every t); "
                 "g_ET is 0 there by convention (empty constraint set).",
                 SdcWarning,
                 stacklevel=2,

@@ -62,16 +62,16 @@ def plot_separation(model: SpikedModel, *, t_max: float | None = None, points: i
 
 def plot_privacy_utility(model: SpikedModel, p: int, *, eps_max: float | None = None, points: int = 400,
                          mark: float | None = None) -> Any:
-    """Seed Fig. 4: g_IT(eps), the separation left under a leakage budget, with P_IT(t*) marked."""
+    """Seed Fig. 4: g_IT(L), the separation left under a leakage budget L (nats), with P_IT(t*) marked."""
     e_star = float(model.information_leakage(model.critical_noise(), p)) if model.critical_noise() > 0 else 0.0
     top = eps_max if eps_max is not None else max(3.0 * e_star, 1.0)
     eps = np.linspace(0, top, points)
     fig, ax = _axes()
-    ax.plot(eps, model.utility_at_information(eps, p), color=_BLUE, lw=1.8, label="g_IT(eps)")
+    ax.plot(eps, model.utility_at_information(eps, p), color=_BLUE, lw=1.8, label="g_IT(L)")
     ax.axvline(e_star, color=_ORANGE, ls="--", lw=1, label=f"P_IT(t*) = {e_star:.4g} nats")
     if mark is not None:
         ax.plot([mark], [model.utility_at_information(mark, p)], "o", color="black", label=f"budget {mark:g} nats")
-    ax.set_xlabel("leakage budget eps (nats per respondent)")
+    ax.set_xlabel("leakage budget L (nats per respondent)")
     ax.set_ylabel("separation left")
     ax.set_title(f"c = {model.c:g}, r = {model.r:g}, s = {model.s:g}, p = {p}")
     ax.legend()
