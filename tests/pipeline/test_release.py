@@ -285,7 +285,8 @@ def test_anonymize_steps_pass_their_params_to_the_constructor(
     log = result.steps[0]
     assert log.kind == "recode"
     assert log.details["params"]["k"] == 5  # filled from the pipeline because the constructor takes it
-    assert log.details["changes"]["age"] == 600
+    assert log.details["changes"]["age"] == {"cells_changed": 600}  # a bare count is read as cells changed
+    assert log.details["cells_changed"] == 600
     with pytest.raises(ConfigError, match=r"steps\[0\]\.recode: unknown option 'colums'\. Did you mean 'columns'"):
         run_pipeline(parse_config(_roles(survey, steps=[{"recode": {"colums": {}}}])), report=False)
 
@@ -296,10 +297,49 @@ def test_an_unavailable_anonymize_step_is_a_clear_error(survey: Path, monkeypatc
         run_pipeline(parse_config(_roles(survey, steps=[{"pram": {"columns": ["health"]}}])), report=False)
 
 
-def test_real_anonymize_steps_when_they_exist(survey: Path) -> None:
-    anonymize = pytest.importorskip("sdckit.anonymize", reason="sdckit.anonymize is not in this build yet")
-    assert hasattr(anonymize, "LocalSuppressor")
-    raw = _roles(survey, steps=[{"local_suppression": {}}], budget=1.0)
+def wildcard_exposure(frame: pl.DataFrame, columns: list[str], k: int) -> float:
+    """Share of rows with fewer than k rows equal to them wherever both cells are present (a null matches
+    any value): a plain polars cross join, for small frames."""
+    left = frame.select(columns).with_row_index("__i")
+    right = frame.select([pl.col(c).alias(f"{c}__r") for c in columns])
+    match = pl.all_horizontal(
+        [pl.col(c).is_null() | pl.col(f"{c}__r").is_null() | (pl.col(c) == pl.col(f"{c}__r")) for c in columns]
+    )
+    sizes = left.join(right, how="cross").filter(match).group_by("__i").len()["len"]
+    return float((sizes < k).sum()) / frame.height
+
+
+def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> None:
+    steps = [
+        {"recode": {"rules": {"age": {"breaks": [18, 30, 45, 65]}}}},
+        {"local_suppression": {"columns": ["region", "sex", "job", "age"], "importance": ["age", "sex", "region", "job"]}},
+    ]
+    raw = _roles(survey, steps=steps, numeric=["income"])
     result = run_pipeline(parse_config(raw), report=False)
-    assert result.steps[0].kind == "local_suppression"
-    assert result.release_measure is not None
+    recode, suppress = result.steps
+    source = pl.read_csv(survey)
+    out = result.protected
+    # the recode log is the estimator's per-column dict, checked against the cells that really changed
+    age_changed = int((source["age"].cast(pl.String) != out["age"].fill_null("<gone>")).sum())
+    assert recode.kind == "recode"
+    assert recode.details["changes"]["age"]["cells_changed"] == 600
+    assert recode.details["changes"]["age"]["values_merged"] == source["age"].n_unique() - 4
+    assert recode.details["cells_changed"] == 600
+    # local suppression: the logged cells are the nulls in the release, column by column
+    assert suppress.kind == "local_suppression"
+    for c in ("region", "sex", "job", "age"):
+        assert suppress.details["changes"][c]["cells_suppressed"] == out[c].null_count()
+    assert suppress.details["cells_changed"] == sum(out[c].null_count() for c in ("region", "sex", "job", "age")) > 0
+    assert age_changed == 600
+    assert "LocalSuppressor" in suppress.description
+    assert "cell(s) changed" in suppress.description
+    # the release is k-anonymous with a missing cell matching any value, counted here independently
+    m = result.release_measure
+    assert m is not None
+    assert m.missing_semantics == "wildcard"
+    assert wildcard_exposure(out, ["region", "sex", "job", "age"], 5) == m.exposure_at_k == 0.0
+    assert m.k_anonymity >= 5
+    # read with a missing cell as a value of its own the exposure would be larger: the wildcard is what is counted
+    assert plain_exposure(out, ["region", "sex", "job", "age"], 5) >= m.exposure_at_k
+    assert m.l_diversity is not None
+    assert m.l_diversity["health"]["l"] >= 1

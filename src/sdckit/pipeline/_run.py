@@ -394,14 +394,38 @@ def _anonymize(
         out = estimator.fit_transform(frame)
     except SdcError as err:
         raise ConfigError(f"{where}: {err}") from None
-    changes = {str(c): int(n) for c, n in dict(getattr(estimator, "changes_", {}) or {}).items()}
-    changed = tuple(c for c, n in changes.items() if n) or _step_columns(step)
-    what = f"{class_name} on {', '.join(changed) or 'no column'}: " + (
-        ", ".join(f"{c} {n:,} cell(s) changed" for c, n in changes.items()) or "nothing changed"
+    changes = _changes(getattr(estimator, "changes_", None))
+    total = sum(c["cells_changed"] for c in changes.values())
+    changed = tuple(c for c, n in changes.items() if n["cells_changed"]) or _step_columns(step)
+    what = f"{class_name}: " + (
+        f"{total:,} cell(s) changed (" + ", ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"]) + ")"
+        if total else "nothing changed"
     ) + "."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
         out = pl.DataFrame(out)
-    return out, StepLog(step.kind, changed, {"params": {k: v for k, v in params.items()}, "changes": changes}, what)
+    details = {"params": dict(params), "changes": changes, "cells_changed": total}
+    return out, StepLog(step.kind, changed, details, what)
+
+
+def _changes(raw: Any) -> dict[str, dict[str, int]]:
+    """An estimator's ``changes_`` as ``{column: {"cells_changed": n, ...}}`` (the agreed contract: a dict
+    of counts per column); a bare count per column is read as its cells changed."""
+    out: dict[str, dict[str, int]] = {}
+    for column, value in dict(raw or {}).items():
+        if isinstance(value, dict):
+            counts = {str(key): int(n) for key, n in value.items()}
+            counts.setdefault("cells_changed", 0)
+        else:
+            counts = {"cells_changed": int(value)}
+        out[str(column)] = counts
+    return out
+
+
+def _change_text(column: str, counts: dict[str, int]) -> str:
+    text = f"{column} {counts['cells_changed']:,}"
+    extra = [f"{counts[key]:,} {key.replace('_', ' ')}" for key in ("values_merged", "cells_suppressed", "cells_redacted")
+             if counts.get(key) and not (key == "cells_suppressed" and counts[key] == counts["cells_changed"])]
+    return text + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _suppress(
