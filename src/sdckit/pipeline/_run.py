@@ -397,10 +397,13 @@ def _anonymize(
     changes = _changes(getattr(estimator, "changes_", None))
     total = sum(c["cells_changed"] for c in changes.values())
     changed = tuple(c for c, n in changes.items() if n["cells_changed"]) or _step_columns(step)
+    verb = "set to missing" if step.kind == "local_suppression" else "changed"
     what = f"{class_name}: " + (
-        f"{total:,} cell(s) changed (" + ", ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"]) + ")"
-        if total else "nothing changed"
+        f"{total:,} cell(s) {verb} (" + ", ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"]) + ")"
+        if total else f"no cell {verb}"
     ) + "."
+    if step.kind == "local_suppression" and total:
+        what += " A missing cell matches any value when the release's groups are counted."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
         out = pl.DataFrame(out)
     details = {"params": dict(params), "changes": changes, "cells_changed": total}
