@@ -387,3 +387,14 @@ def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> Non
     assert plain_exposure(out, ["region", "sex", "job", "age"], 5) >= m.exposure_at_k
     assert m.l_diversity is not None
     assert m.l_diversity["health"]["l"] >= 1
+
+
+def test_local_suppression_keys_default_to_the_quasi_identifiers(survey: Path) -> None:
+    result = run_pipeline(parse_config(_roles(survey, steps=[{"local_suppression": {}}], numeric=["income"])), report=False)
+    log = result.steps[0]
+    assert log.details["params"]["columns"] == ["region", "sex", "job", "age"]
+    assert log.details["params"]["k"] == 5
+    assert result.protected["income"].null_count() == 0  # not a key: never suppressed
+    assert result.protected["health"].null_count() == 0
+    assert result.release_measure is not None
+    assert result.release_measure.k_anonymity >= 5

@@ -386,6 +386,8 @@ def _anonymize(
             raise ConfigError(f"{where}: unknown option {name!r}.{_near(name, list(sig.parameters))}")
     fill = {"quasi_identifiers": [q for q in config.quasi_identifiers or () if q in frame.columns], "k": config.k,
             "random_state": seed}
+    if step.kind == "local_suppression":
+        fill["columns"] = fill["quasi_identifiers"]  # the keys are the quasi-identifiers, not every column
     for name, value in fill.items():
         if name in sig.parameters and name not in params:
             params[name] = value
