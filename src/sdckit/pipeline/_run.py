@@ -358,9 +358,9 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
         Z = pl.DataFrame(((X - mean) / sd), schema=list(columns), orient="row")
         Zn = AdditiveNoise(t=t, distribution=step.distribution, seed=seed).fit_transform(Z)
         noisy = pl.DataFrame(Zn.to_numpy() * sd + mean, schema=list(columns), orient="row")
-        details["scale"] = "standardised columns (t in units of each column's variance)"
+        details["scale"] = "standardised columns: t in units of each column's variance"
     out = frame.with_columns(noisy.select(columns))
-    what = f"{step.distribution} noise of variance t = {t:.3g} ({details['scale']}) on {len(columns)} column(s)."
+    what = f"{step.distribution.capitalize()} noise of variance t = {t:.3g} on {len(columns)} column(s), {details['scale']}."
     return out, StepLog("noise", columns, details, what)
 
 
@@ -399,11 +399,11 @@ def _anonymize(
     changes = _changes(getattr(estimator, "changes_", None))
     total = sum(c["cells_changed"] for c in changes.values())
     changed = tuple(c for c, n in changes.items() if n["cells_changed"]) or _step_columns(step)
-    verb = "set to missing" if step.kind == "local_suppression" else "changed"
-    what = f"{class_name}: " + (
-        f"{total:,} cell(s) {verb} (" + ", ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"]) + ")"
-        if total else f"no cell {verb}"
-    ) + "."
+    parts = "; ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"])
+    if step.kind == "local_suppression":
+        what = f"{class_name} set {total:,} cell(s) to missing: {parts}." if total else f"{class_name} set no cell to missing."
+    else:
+        what = f"{class_name} changed {total:,} cell(s): {parts}." if total else f"{class_name} changed no cell."
     if step.kind == "local_suppression" and total:
         what += " A missing cell matches any value when the release's groups are counted."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
@@ -427,10 +427,14 @@ def _changes(raw: Any) -> dict[str, dict[str, int]]:
 
 
 def _change_text(column: str, counts: dict[str, int]) -> str:
-    text = f"{column} {counts['cells_changed']:,}"
-    extra = [f"{counts[key]:,} {key.replace('_', ' ')}" for key in ("values_merged", "cells_suppressed", "cells_redacted")
-             if counts.get(key) and not (key == "cells_suppressed" and counts[key] == counts["cells_changed"])]
-    return text + (f" ({', '.join(extra)})" if extra else "")
+    """``age 32,561 (64 values merged)``: a column's cells changed, and what else its estimator counted."""
+    extra = []
+    for key in ("values_merged", "cells_redacted"):
+        n = counts.get(key, 0)
+        if n:
+            what = key.replace("_", " ")
+            extra.append(f"{n:,} {what if n != 1 else what.replace('values', 'value').replace('cells', 'cell')}")
+    return f"{column} {counts['cells_changed']:,}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _suppress(
