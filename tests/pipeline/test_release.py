@@ -398,3 +398,24 @@ def test_local_suppression_keys_default_to_the_quasi_identifiers(survey: Path) -
     assert result.protected["health"].null_count() == 0
     assert result.release_measure is not None
     assert result.release_measure.k_anonymity >= 5
+
+
+@pytest.mark.filterwarnings("ignore::sdckit.errors.SdcWarning")  # a loose budget, on purpose
+def test_top_code_defaults_to_the_numeric_columns_and_counts_as_masking(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.normal(100, 10, 200).round(1)
+    b = rng.normal(50, 5, 200).round(1)
+    frame = pl.DataFrame({"g": rng.choice(["x", "y"], 200), "a": a, "b": b, "total": a + b, "w": rng.uniform(1, 9, 200)})
+    path = tmp_path / "t.csv"
+    frame.write_csv(path)
+    raw: dict[str, Any] = {
+        "input": str(path), "quasi_identifiers": ["g"], "numeric": ["a"], "keep": ["w"], "k": 2, "budget": 1.0,
+        "steps": [{"top_code": {"top_quantile": 0.9}}],
+    }
+    result = run_pipeline(parse_config(raw), report=False)
+    assert result.steps[0].details["params"]["columns"] == ["a"]
+    assert result.protected["w"].equals(frame["w"])  # a kept column is not top-coded
+    assert result.protected["a"].max() < frame["a"].max()
+    # top-coding one side of total = a + b, with b and total released as they are, is refused
+    with pytest.raises(ConfigError, match="total"):
+        run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}), report=False)

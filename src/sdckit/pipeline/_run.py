@@ -388,6 +388,8 @@ def _anonymize(
             "random_state": seed}
     if step.kind == "local_suppression":
         fill["columns"] = fill["quasi_identifiers"]  # the keys are the quasi-identifiers, not every column
+    elif step.kind == "top_code" and not any(isinstance(params.get(t), dict) for t in ("top", "bottom")):
+        fill["columns"] = [c for c in config.numeric or () if c in frame.columns]  # not weights or kept columns
     for name, value in fill.items():
         if name in sig.parameters and name not in params:
             params[name] = value
@@ -460,6 +462,8 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
     for step in config.steps:
         if isinstance(step, (MicroaggregateStep, NoiseStep)):
             masked.update(step.columns or roles.numeric)
+        elif isinstance(step, AnonymizeStep) and step.kind == "top_code":
+            masked.update(_step_columns(step) or roles.numeric)
         elif isinstance(step, SuppressStep) and step.columns != "plan":
             dropped.update(step.columns)
     released = [c for c in roles.released(frame.columns) if c not in dropped]
