@@ -36,6 +36,34 @@ def plain_exposure(frame: pl.DataFrame, columns: list[str], k: int) -> float:
     return float(sizes.filter(sizes < k).sum()) / frame.height
 
 
+def pattern_wildcard_sizes(frame: pl.DataFrame, columns: list[str]) -> np.ndarray:
+    """Per row, the rows equal to it wherever both cells are present (a null matches any value).
+
+    Plain polars, exact and fast enough for Adult: the rows are split by their pattern of nulls, and
+    for each pair of patterns (A, B) the rows of B are counted per combination of the columns present
+    in both and joined to the rows of A.
+    """
+    rows = frame.select(columns).with_row_index("__i")
+    flags = rows.select([pl.col(c).is_null().alias(f"__null_{c}") for c in columns])
+    rows = rows.with_columns(flags)
+    parts = rows.partition_by([f"__null_{c}" for c in columns], as_dict=True)
+    sizes = np.zeros(frame.height, dtype=np.int64)
+    for key_a, part_a in parts.items():
+        for key_b, part_b in parts.items():
+            common = [c for c, na, nb in zip(columns, key_a, key_b, strict=True) if not na and not nb]
+            if not common:
+                sizes[part_a["__i"].to_numpy()] += part_b.height
+                continue
+            counts = part_b.group_by(common).agg(pl.len().alias("__n"))
+            joined = part_a.select(["__i", *common]).join(counts, on=common, how="left")
+            sizes[joined["__i"].to_numpy()] += joined["__n"].fill_null(0).to_numpy()
+    return sizes
+
+
+def wildcard_share_below(frame: pl.DataFrame, columns: list[str], k: int) -> float:
+    return float(np.mean(pattern_wildcard_sizes(frame, columns) < k))
+
+
 @pytest.fixture(scope="module")
 def survey(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rng = np.random.default_rng(7)
@@ -87,8 +115,11 @@ def test_every_example_pipeline_is_within_budget_on_the_written_file(example: Pa
     qis = [c for c in cfg.quasi_identifiers or () if c in release.columns]
     # every declared quasi-identifier is released (masked, not dropped)
     assert qis == list(cfg.quasi_identifiers or ())
-    exposure = plain_exposure(release, qis, cfg.k)
+    # counted here, independently: a missing (suppressed) cell matches any value
+    exposure = wildcard_share_below(release, qis, cfg.k)
     assert exposure <= cfg.budget
+    if not any(step.kind == "local_suppression" for step in cfg.steps):
+        assert exposure == plain_exposure(release, qis, cfg.k)  # no missing cell: the plain count
     measured = sidecar["sections"]["release_check"]["data"]["release"]
     assert measured["exposure_at_k"] == pytest.approx(exposure, abs=1e-15)
     assert sidecar["sections"]["summary"]["data"]["exposure_of_release"] == pytest.approx(exposure, abs=1e-15)
@@ -100,13 +131,26 @@ def test_every_example_pipeline_is_within_budget_on_the_written_file(example: Pa
     assert release.height == result.input_frame.height  # type: ignore[union-attr]
 
 
-def test_adult_example_keeps_age_microaggregated_within_strata() -> None:
+def test_adult_example_keeps_age_and_recodes_with_the_builtin_hierarchies() -> None:
     cfg = load_config(EXAMPLES[[p.stem for p in EXAMPLES].index("adult")])
     assert "age" in (cfg.quasi_identifiers or ())
     assert len(cfg.quasi_identifiers or ()) == 8
-    step = cfg.steps[0]
-    assert step.kind == "microaggregate"
-    assert step.strata == "quasi_identifiers"  # type: ignore[union-attr]
+    recode, suppress = cfg.steps[0], cfg.steps[1]
+    assert recode.kind == "recode"
+    assert recode.params["rules"]["age"]["hierarchy"] == "adult:age"  # type: ignore[union-attr]
+    assert suppress.kind == "local_suppression"
+    assert set(suppress.params["columns"]) == set(cfg.quasi_identifiers or ())  # type: ignore[union-attr]
+
+
+def test_pattern_wildcard_count_matches_the_cross_join(survey: Path) -> None:
+    frame = pl.read_csv(survey).select(["region", "sex", "job"]).head(300)
+    rng = np.random.default_rng(1)
+    frame = frame.with_columns(
+        [pl.when(pl.Series(rng.random(300) < 0.15)).then(None).otherwise(pl.col(c)).alias(c) for c in frame.columns]
+    )
+    cols = ["region", "sex", "job"]
+    for k in (2, 5, 20):
+        assert wildcard_share_below(frame, cols, k) == wildcard_exposure(frame, cols, k)
 
 
 def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_path: Path) -> None:
@@ -114,7 +158,7 @@ def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_pa
     out = result.protected
     assert "person_id" not in out.columns  # identifier: never released
     assert "notes" not in out.columns  # no role: not released, and listed
-    assert result.not_released == {"person_id": "identifier (never released)", "notes": "no role"}
+    assert result.not_released == {"person_id": "identifier, never released", "notes": "no role"}
     m = result.release_measure
     assert m is not None
     assert m.exposure_at_k == plain_exposure(out, ["region", "sex", "job", "age"], 5)
@@ -285,7 +329,8 @@ def test_anonymize_steps_pass_their_params_to_the_constructor(
     log = result.steps[0]
     assert log.kind == "recode"
     assert log.details["params"]["k"] == 5  # filled from the pipeline because the constructor takes it
-    assert log.details["changes"]["age"] == 600
+    assert log.details["changes"]["age"] == {"cells_changed": 600}  # a bare count is read as cells changed
+    assert log.details["cells_changed"] == 600
     with pytest.raises(ConfigError, match=r"steps\[0\]\.recode: unknown option 'colums'\. Did you mean 'columns'"):
         run_pipeline(parse_config(_roles(survey, steps=[{"recode": {"colums": {}}}])), report=False)
 
@@ -296,10 +341,81 @@ def test_an_unavailable_anonymize_step_is_a_clear_error(survey: Path, monkeypatc
         run_pipeline(parse_config(_roles(survey, steps=[{"pram": {"columns": ["health"]}}])), report=False)
 
 
-def test_real_anonymize_steps_when_they_exist(survey: Path) -> None:
-    anonymize = pytest.importorskip("sdckit.anonymize", reason="sdckit.anonymize is not in this build yet")
-    assert hasattr(anonymize, "LocalSuppressor")
-    raw = _roles(survey, steps=[{"local_suppression": {}}], budget=1.0)
+def wildcard_exposure(frame: pl.DataFrame, columns: list[str], k: int) -> float:
+    """Share of rows with fewer than k rows equal to them wherever both cells are present (a null matches
+    any value): a plain polars cross join, for small frames."""
+    left = frame.select(columns).with_row_index("__i")
+    right = frame.select([pl.col(c).alias(f"{c}__r") for c in columns])
+    match = pl.all_horizontal(
+        [pl.col(c).is_null() | pl.col(f"{c}__r").is_null() | (pl.col(c) == pl.col(f"{c}__r")) for c in columns]
+    )
+    sizes = left.join(right, how="cross").filter(match).group_by("__i").len()["len"]
+    return float((sizes < k).sum()) / frame.height
+
+
+def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> None:
+    steps = [
+        {"recode": {"rules": {"age": {"breaks": [18, 30, 45, 65]}}}},
+        {"local_suppression": {"columns": ["region", "sex", "job", "age"], "importance": ["age", "sex", "region", "job"]}},
+    ]
+    raw = _roles(survey, steps=steps, numeric=["income"])
     result = run_pipeline(parse_config(raw), report=False)
-    assert result.steps[0].kind == "local_suppression"
+    recode, suppress = result.steps
+    source = pl.read_csv(survey)
+    out = result.protected
+    # the recode log is the estimator's per-column dict, checked against the cells that really changed
+    age_changed = int((source["age"].cast(pl.String) != out["age"].fill_null("<gone>")).sum())
+    assert recode.kind == "recode"
+    assert recode.details["changes"]["age"]["cells_changed"] == 600
+    assert recode.details["changes"]["age"]["values_merged"] == source["age"].n_unique() - 4
+    assert recode.details["cells_changed"] == 600
+    # local suppression: the logged cells are the nulls in the release, column by column
+    assert suppress.kind == "local_suppression"
+    for c in ("region", "sex", "job", "age"):
+        assert suppress.details["changes"][c]["cells_suppressed"] == out[c].null_count()
+    assert suppress.details["cells_changed"] == sum(out[c].null_count() for c in ("region", "sex", "job", "age")) > 0
+    assert age_changed == 600
+    assert "LocalSuppressor" in suppress.description
+    assert f"set {suppress.details['cells_changed']:,} cell(s) to missing" in suppress.description
+    # the release is k-anonymous with a missing cell matching any value, counted here independently
+    m = result.release_measure
+    assert m is not None
+    assert m.missing_semantics == "wildcard"
+    assert wildcard_exposure(out, ["region", "sex", "job", "age"], 5) == m.exposure_at_k == 0.0
+    assert m.k_anonymity >= 5
+    # read with a missing cell as a value of its own the exposure would be larger: the wildcard is what is counted
+    assert plain_exposure(out, ["region", "sex", "job", "age"], 5) >= m.exposure_at_k
+    assert m.l_diversity is not None
+    assert m.l_diversity["health"]["l"] >= 1
+
+
+def test_local_suppression_keys_default_to_the_quasi_identifiers(survey: Path) -> None:
+    result = run_pipeline(parse_config(_roles(survey, steps=[{"local_suppression": {}}], numeric=["income"])), report=False)
+    log = result.steps[0]
+    assert log.details["params"]["columns"] == ["region", "sex", "job", "age"]
+    assert log.details["params"]["k"] == 5
+    assert result.protected["income"].null_count() == 0  # not a key: never suppressed
+    assert result.protected["health"].null_count() == 0
     assert result.release_measure is not None
+    assert result.release_measure.k_anonymity >= 5
+
+
+@pytest.mark.filterwarnings("ignore::sdckit.errors.SdcWarning")  # a loose budget, on purpose
+def test_top_code_defaults_to_the_numeric_columns_and_counts_as_masking(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.normal(100, 10, 200).round(1)
+    b = rng.normal(50, 5, 200).round(1)
+    frame = pl.DataFrame({"g": rng.choice(["x", "y"], 200), "a": a, "b": b, "total": a + b, "w": rng.uniform(1, 9, 200)})
+    path = tmp_path / "t.csv"
+    frame.write_csv(path)
+    raw: dict[str, Any] = {
+        "input": str(path), "quasi_identifiers": ["g"], "numeric": ["a"], "keep": ["w"], "k": 2, "budget": 1.0,
+        "steps": [{"top_code": {"top_quantile": 0.9}}],
+    }
+    result = run_pipeline(parse_config(raw), report=False)
+    assert result.steps[0].details["params"]["columns"] == ["a"]
+    assert result.protected["w"].equals(frame["w"])  # a kept column is not top-coded
+    assert result.protected["a"].max() < frame["a"].max()
+    # top-coding one side of total = a + b, with b and total released as they are, is refused
+    with pytest.raises(ConfigError, match="total"):
+        run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}), report=False)

@@ -44,18 +44,39 @@ def test_withheld_quasi_identifiers_are_not_measured_and_fixes_give_figures() ->
     assert d["within_budget"] is False
 
 
-def test_missing_cells_without_wildcard_counting_are_a_value() -> None:
-    frame = pl.DataFrame({"a": [1, None, None, 2]})
-    m = measure_release(frame, quasi_identifiers=["a"], k=2, budget=0.5)
-    import sdckit.risk as risk
+def brute_wildcard_sizes(rows: list[tuple[object, ...]]) -> list[int]:
+    """For each row, the rows equal to it wherever both cells are present (None matches anything)."""
+    return [
+        sum(all(a is None or b is None or a == b for a, b in zip(r, s, strict=True)) for s in rows) for r in rows
+    ]
 
-    if hasattr(risk, "wildcard_group_sizes"):
-        assert m.missing_semantics == "wildcard"
-        # a missing cell matches any value: every row's group is at least as large as with nulls as a value
-        assert m.exposure_at_k <= 0.5
-    else:
-        assert m.missing_semantics == "value"
-        assert m.exposure_at_k == 0.5  # the two nulls form one group of 2
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.one_of(st.none(), st.sampled_from(["a", "b"]))),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(1, 5),
+)
+def test_a_missing_cell_matches_any_value(rows: list[tuple[int | None, str | None]], k: int) -> None:
+    frame = pl.DataFrame(rows, schema={"x": pl.Int64, "s": pl.String}, orient="row")
+    m = measure_release(frame, quasi_identifiers=["x", "s"], k=k, budget=0.05)
+    sizes = brute_wildcard_sizes(rows)
+    assert m.missing_semantics == "wildcard"
+    assert m.exposure_at_k == sum(s < k for s in sizes) / len(rows)
+    assert m.k_anonymity == min(sizes)
+    assert m.n_unique == sum(s == 1 for s in sizes)
+    assert m.n_missing_cells == sum(v is None for r in rows for v in r)
+
+
+def test_missing_cells_example() -> None:
+    frame = pl.DataFrame({"a": [1, None, 2, 2], "b": ["x", "y", "y", "z"]})
+    m = measure_release(frame, quasi_identifiers=["a", "b"], k=2, budget=0.5)
+    # row 1 (None, y) matches row 2 (2, y); rows 0 and 3 are alone
+    assert m.exposure_at_k == 0.5
+    assert m.n_unique == 2
 
 
 def test_interval_disclosure_recomputed_by_hand() -> None:
@@ -71,17 +92,39 @@ def test_interval_disclosure_recomputed_by_hand() -> None:
     assert m.interval_disclosure["per_column"]["x"] == pytest.approx(expected)
 
 
-def test_l_diversity_is_filled_when_the_build_has_it() -> None:
-    frame = pl.DataFrame({"q": ["a", "a", "b", "b"], "s": ["x", "y", "x", "x"]})
-    m = measure_release(frame, quasi_identifiers=["q"], k=2, budget=0.0, sensitive=["s"])
-    import sdckit.risk as risk
-
-    if not hasattr(risk, "l_diversity"):
-        assert m.l_diversity is None
-        assert "not in this build" in m.l_diversity_note
-        pytest.skip("sdckit.risk.l_diversity is not in this build yet")
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 2), st.sampled_from(["x", "y", "z"])),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_l_diversity_matches_brute_force(rows: list[tuple[str | None, int, str]]) -> None:
+    frame = pl.DataFrame(rows, schema={"q": pl.String, "r": pl.Int64, "s": pl.String}, orient="row")
+    m = measure_release(frame, quasi_identifiers=["q", "r"], k=2, budget=1.0, sensitive=["s"])
+    groups: dict[tuple[str | None, int], set[str]] = {}
+    for q, r, s in rows:
+        groups.setdefault((q, r), set()).add(s)
+    distinct = [len(groups[(q, r)]) for q, r, _ in rows]
     assert m.l_diversity is not None
-    assert "s" in m.l_diversity
+    got = m.l_diversity["s"]
+    assert got["l"] == min(distinct)
+    assert got["not_2_diverse"] == pytest.approx(sum(d < 2 for d in distinct) / len(rows))
+    assert got["n_groups"] == len(groups)
+
+
+def test_l_diversity_of_each_sensitive_column() -> None:
+    frame = pl.DataFrame({"q": ["a", "a", "b", "b"], "s": ["x", "y", "x", "x"], "t": [1, 2, 3, 4]})
+    m = measure_release(frame, quasi_identifiers=["q"], k=2, budget=0.0, sensitive=["s", "t", "gone"])
+    assert m.l_diversity is not None
+    assert set(m.l_diversity) == {"s", "t"}
+    assert m.l_diversity["s"]["l"] == 1  # group b holds only x
+    assert m.l_diversity["s"]["not_2_diverse"] == 0.5
+    assert m.l_diversity["t"]["l"] == 2
+    none = measure_release(frame, quasi_identifiers=["q"], k=2, budget=0.0)
+    assert none.l_diversity is None
+    assert none.l_diversity_note == "no sensitive column is released"
 
 
 def test_bad_arguments() -> None:

@@ -61,7 +61,7 @@ class Roles:
     def not_released(self, columns: Sequence[str]) -> dict[str, str]:
         """Columns withheld, with why: ``identifier`` or ``no role``."""
         rel = set(self.released(columns))
-        return {c: ("identifier (never released)" if c in self.identifiers else "no role") for c in columns if c not in rel}
+        return {c: ("identifier, never released" if c in self.identifiers else "no role") for c in columns if c not in rel}
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -358,9 +358,9 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
         Z = pl.DataFrame(((X - mean) / sd), schema=list(columns), orient="row")
         Zn = AdditiveNoise(t=t, distribution=step.distribution, random_state=seed).fit_transform(Z)
         noisy = pl.DataFrame(Zn.to_numpy() * sd + mean, schema=list(columns), orient="row")
-        details["scale"] = "standardised columns (t in units of each column's variance)"
+        details["scale"] = "standardised columns: t in units of each column's variance"
     out = frame.with_columns(noisy.select(columns))
-    what = f"{step.distribution} noise of variance t = {t:.3g} ({details['scale']}) on {len(columns)} column(s)."
+    what = f"{step.distribution.capitalize()} noise of variance t = {t:.3g} on {len(columns)} column(s), {details['scale']}."
     return out, StepLog("noise", columns, details, what)
 
 
@@ -386,6 +386,10 @@ def _anonymize(
             raise ConfigError(f"{where}: unknown option {name!r}.{_near(name, list(sig.parameters))}")
     fill = {"quasi_identifiers": [q for q in config.quasi_identifiers or () if q in frame.columns], "k": config.k,
             "random_state": seed}
+    if step.kind == "local_suppression":
+        fill["columns"] = fill["quasi_identifiers"]  # the keys are the quasi-identifiers, not every column
+    elif step.kind == "top_code" and not any(isinstance(params.get(t), dict) for t in ("top", "bottom")):
+        fill["columns"] = [c for c in config.numeric or () if c in frame.columns]  # not weights or kept columns
     for name, value in fill.items():
         if name in sig.parameters and name not in params:
             params[name] = value
@@ -394,14 +398,45 @@ def _anonymize(
         out = estimator.fit_transform(frame)
     except SdcError as err:
         raise ConfigError(f"{where}: {err}") from None
-    changes = {str(c): int(n) for c, n in dict(getattr(estimator, "changes_", {}) or {}).items()}
-    changed = tuple(c for c, n in changes.items() if n) or _step_columns(step)
-    what = f"{class_name} on {', '.join(changed) or 'no column'}: " + (
-        ", ".join(f"{c} {n:,} cell(s) changed" for c, n in changes.items()) or "nothing changed"
-    ) + "."
+    changes = _changes(getattr(estimator, "changes_", None))
+    total = sum(c["cells_changed"] for c in changes.values())
+    changed = tuple(c for c, n in changes.items() if n["cells_changed"]) or _step_columns(step)
+    parts = "; ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"])
+    if step.kind == "local_suppression":
+        what = f"{class_name} set {total:,} cell(s) to missing: {parts}." if total else f"{class_name} set no cell to missing."
+    else:
+        what = f"{class_name} changed {total:,} cell(s): {parts}." if total else f"{class_name} changed no cell."
+    if step.kind == "local_suppression" and total:
+        what += " A missing cell matches any value when the release's groups are counted."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
         out = pl.DataFrame(out)
-    return out, StepLog(step.kind, changed, {"params": {k: v for k, v in params.items()}, "changes": changes}, what)
+    details = {"params": dict(params), "changes": changes, "cells_changed": total}
+    return out, StepLog(step.kind, changed, details, what)
+
+
+def _changes(raw: Any) -> dict[str, dict[str, int]]:
+    """An estimator's ``changes_`` as ``{column: {"cells_changed": n, ...}}`` (the agreed contract: a dict
+    of counts per column); a bare count per column is read as its cells changed."""
+    out: dict[str, dict[str, int]] = {}
+    for column, value in dict(raw or {}).items():
+        if isinstance(value, dict):
+            counts = {str(key): int(n) for key, n in value.items()}
+            counts.setdefault("cells_changed", 0)
+        else:
+            counts = {"cells_changed": int(value)}
+        out[str(column)] = counts
+    return out
+
+
+def _change_text(column: str, counts: dict[str, int]) -> str:
+    """``age 32,561 (64 values merged)``: a column's cells changed, and what else its estimator counted."""
+    extra = []
+    for key in ("values_merged", "cells_redacted"):
+        n = counts.get(key, 0)
+        if n:
+            what = key.replace("_", " ")
+            extra.append(f"{n:,} {what if n != 1 else what.replace('values', 'value').replace('cells', 'cell')}")
+    return f"{column} {counts['cells_changed']:,}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _suppress(
@@ -427,6 +462,8 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
     for step in config.steps:
         if isinstance(step, (MicroaggregateStep, NoiseStep)):
             masked.update(step.columns or roles.numeric)
+        elif isinstance(step, AnonymizeStep) and step.kind == "top_code":
+            masked.update(_step_columns(step) or roles.numeric)
         elif isinstance(step, SuppressStep) and step.columns != "plan":
             dropped.update(step.columns)
     released = [c for c in roles.released(frame.columns) if c not in dropped]

@@ -6,9 +6,10 @@ the refusal rule reads its ``within_budget``:
 
 * k-anonymity, exposure at k (the share of users in groups smaller than k) and uniques on the
   quasi-identifiers *as released*: masked numeric quasi-identifiers enter with their released
-  values, suppressed values with theirs;
-* l-diversity of each sensitive column within the quasi-identifier groups (when
-  ``sdckit.risk.l_diversity`` is available);
+  values; a missing (suppressed) cell matches any value (:func:`sdckit.risk.wildcard_group_sizes`,
+  sdcMicro's convention), a ``*`` left by ``small_strata: merge`` is a value of its own;
+* l-diversity of each sensitive column within the quasi-identifier groups
+  (:func:`sdckit.risk.l_diversity`);
 * interval disclosure of the masked numeric columns (share of records whose every original value
   lies within +- 5 % of a standard deviation of the released one; sdcMicro ``dRisk``);
 * when over budget, what would fix it, with the exposure each fix reaches.
@@ -18,7 +19,6 @@ Pure logic, no I/O.
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +28,8 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import InputError
+from sdckit.risk._ldiversity import l_diversity
+from sdckit.risk._wildcard import wildcard_group_sizes
 
 __all__ = ["ReleaseMeasure", "measure_release"]
 
@@ -60,11 +62,15 @@ class ReleaseMeasure:
     n_groups: int
     """Distinct combinations of the quasi-identifiers (with ``*`` or a missing value as a value)."""
     missing_semantics: str
-    """How a missing (suppressed) cell is counted: ``value`` (its own value) or ``wildcard`` (matches any value)."""
+    """How a missing (suppressed) cell is counted: ``wildcard`` (it matches any value)."""
+    n_missing_cells: int = 0
+    """Missing cells among the released quasi-identifiers (suppressed, or missing in the input)."""
     l_diversity: dict[str, Any] | None = None
-    """Per sensitive column, l-diversity within the quasi-identifier groups; None when unavailable."""
+    """Per sensitive column, l-diversity within the quasi-identifier groups (``l`` = distinct l, ``entropy_l``,
+    ``recursive_l``, ``not_2_diverse`` = share of users in groups with a single sensitive value); None
+    when no sensitive column is released."""
     l_diversity_note: str = ""
-    """Why l-diversity is missing, when it is."""
+    """Why l-diversity is missing, or how its groups are formed."""
     interval_disclosure: dict[str, Any] | None = None
     """``{"share": ..., "per_column": {...}, "width_sd": 0.05, "columns": [...]}`` for masked numeric columns."""
     exposure_without: dict[str, float] = field(default_factory=dict)
@@ -91,6 +97,7 @@ class ReleaseMeasure:
             "n_unique": self.n_unique,
             "n_groups": self.n_groups,
             "missing_semantics": self.missing_semantics,
+            "n_missing_cells": self.n_missing_cells,
             "within_budget": self.within_budget,
             "l_diversity": self.l_diversity,
             "l_diversity_note": self.l_diversity_note,
@@ -100,27 +107,15 @@ class ReleaseMeasure:
         }
 
 
-def _optional(name: str) -> Any:
-    """``sdckit.risk.<name>`` when this build has it (other areas add it), else None."""
-    try:
-        module = importlib.import_module("sdckit.risk")
-    except ImportError:  # pragma: no cover - sdckit.risk is this package
-        return None
-    return getattr(module, name, None)
-
-
-def _group_sizes(frame: pl.DataFrame, qis: Sequence[str]) -> tuple[np.ndarray, str]:
-    """Per-row group size on ``qis``: a missing cell is a wildcard when the build can count that, else a value."""
+def _group_sizes(frame: pl.DataFrame, qis: Sequence[str]) -> np.ndarray:
+    """Per-row group size on ``qis``, a missing cell matching any value (exact grouping when none is missing)."""
     if not qis:
-        return np.full(frame.height, frame.height, dtype=np.int64), "value"
-    has_missing = any(frame[c].null_count() > 0 for c in qis)
-    wildcard = _optional("wildcard_group_sizes") if has_missing else None
-    if wildcard is not None:
-        sizes = np.asarray(wildcard(frame.select(qis), list(qis)), dtype=np.int64).reshape(-1)
-        if sizes.shape[0] == frame.height:
-            return sizes, "wildcard"
-    sizes = frame.select(pl.len().over(list(qis)).alias("__g"))["__g"].to_numpy()
-    return np.asarray(sizes, dtype=np.int64), "value"
+        return np.full(frame.height, frame.height, dtype=np.int64)
+    if any(frame[c].null_count() > 0 for c in qis) or any(
+        frame.schema[c].is_float() and frame[c].is_nan().any() for c in qis
+    ):
+        return np.asarray(wildcard_group_sizes(frame.select(qis), list(qis)), dtype=np.int64)
+    return np.asarray(frame.select(pl.len().over(list(qis)).alias("__g"))["__g"].to_numpy(), dtype=np.int64)
 
 
 def _exposure(sizes: np.ndarray, k: int) -> float:
@@ -152,22 +147,17 @@ def _interval_disclosure(
 
 
 def _l_diversity(release: pl.DataFrame, qis: Sequence[str], sensitive: Sequence[str]) -> tuple[dict[str, Any] | None, str]:
-    cols = [c for c in sensitive if c in release.columns]
+    cols = [c for c in sensitive if c in release.columns and c not in qis]
     if not cols:
-        return None, "no sensitive column is declared"
-    fn = _optional("l_diversity")
-    if fn is None:
-        return None, "sdckit.risk.l_diversity is not in this build; l-diversity is not measured"
+        return None, "no sensitive column is released"
+    got = l_diversity(release, list(qis), cols, missing="value")
     out: dict[str, Any] = {}
-    for c in cols:
-        try:
-            got = fn(release, list(qis), c)
-        except (TypeError, ValueError):  # an API that takes the sensitive columns as a list
-            got = fn(release, list(qis), [c])
-        if hasattr(got, "to_dict"):
-            got = got.to_dict()
-        out[c] = got
-    return out, ""
+    for row in got.to_dict()["per_column"]:
+        out[row["column"]] = {"l": row["distinct_l"], **row, "n_groups": got.n_groups}
+    note = ""
+    if any(release[c].null_count() > 0 for c in qis):
+        note = "l-diversity groups records by their released quasi-identifiers, a missing cell as a value of its own"
+    return out, note
 
 
 def _fixes(
@@ -223,10 +213,10 @@ def measure_release(
     -----
     exposure at k = (1/n) * #{users whose group on the quasi-identifiers has fewer than k users}
     [arXiv:2201.12306 §1]. Values are compared exactly as released (a microaggregated 38.666667
-    is one value). A missing cell (from suppression) matches any value when
-    ``sdckit.risk.wildcard_group_sizes`` is available (sdcMicro's convention); otherwise it counts
-    as a value of its own, which never gives a lower exposure (conservative). ``missing_semantics``
-    says which was used.
+    is one value). A missing cell (from suppression) matches any value
+    (:func:`sdckit.risk.wildcard_group_sizes`, sdcMicro's convention): a record's group is every
+    record equal to it on the quasi-identifiers where both are present. A ``*`` (from
+    ``small_strata: merge``) is a value like any other.
 
     Examples
     --------
@@ -242,13 +232,13 @@ def measure_release(
     if not 0.0 <= float(budget) <= 1.0:
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
     qis = tuple(c for c in quasi_identifiers if c in release.columns)
-    sizes, semantics = _group_sizes(release, qis)
+    sizes = _group_sizes(release, qis)
     exposure = _exposure(sizes, k)
     without: dict[str, float] = {}
     if len(qis) > 1 and exposure > budget:
         for c in qis:
             rest = [q for q in qis if q != c]
-            without[c] = _exposure(_group_sizes(release, rest)[0], k)
+            without[c] = _exposure(_group_sizes(release, rest), k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         l_div, l_note = _l_diversity(release, qis, sensitive)
@@ -264,7 +254,8 @@ def measure_release(
         n_below_k=int(np.sum(sizes < k)),
         n_unique=int(np.sum(sizes == 1)),
         n_groups=int(n_groups),
-        missing_semantics=semantics,
+        missing_semantics="wildcard",
+        n_missing_cells=int(sum(release[c].null_count() for c in qis)),
         l_diversity=l_div,
         l_diversity_note=l_note,
         interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
