@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 import subprocess
 import sys
@@ -138,13 +139,19 @@ def test_report_without_quasi_identifiers_names_q(people: Path, tmp_path: Path) 
 def test_busy_port_is_one_line_exit_1(tmp_path: Path) -> None:
     key = tmp_path / "shuffler.key"
     assert runner.invoke(app, ["protocol", "keygen", str(key)]).exit_code == 0
+    verify = {}
+    for role in ("curator", "analyst"):  # the shuffler checks what it relays with their keys
+        other = tmp_path / f"{role}.key"
+        assert runner.invoke(app, ["protocol", "keygen", str(other)]).exit_code == 0
+        verify[role] = (tmp_path / f"{role}.key.verify").read_text().strip()
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         cfg = tmp_path / "shuffler.yaml"
-        cfg.write_text(f"key_file: {key}\ndata_dir: {tmp_path}\nadmin_token: {'a' * 32}\nrelay_token: {'b' * 32}\nport: {port}\n"
-                       "curator_url: http://127.0.0.1:1\nanalyst_url: http://127.0.0.1:2\n")
+        cfg.write_text(f"key_file: {key}\ndata_dir: {tmp_path}\nadmin_token: {secrets.token_urlsafe(32)}\nrelay_token: {secrets.token_urlsafe(32)}\nport: {port}\n"
+                       "curator_url: http://127.0.0.1:1\nanalyst_url: http://127.0.0.1:2\n"
+                       f"curator_verify_key: '{verify['curator']}'\nanalyst_verify_key: '{verify['analyst']}'\n")
         r = runner.invoke(app, ["protocol", "serve", "shuffler", "--config", str(cfg)])
         assert r.exit_code == 1
         lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
