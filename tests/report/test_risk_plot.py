@@ -77,3 +77,15 @@ def test_review_section_adds_measures_with_roles() -> None:
     rep.add(section)
     page = rep.render()
     assert "t-closeness is the largest distance" in page
+
+
+def test_planner_reasons_in_percent() -> None:
+    from sdckit.report._risk import _in_percent
+
+    assert _in_percent("with the chosen columns the bound would be 0.2126 > budget 0.05") == (
+        "with the chosen columns the bound would be 21.3 % > budget 5 %"
+    )
+    assert _in_percent("alone its bound is 1 > budget 0.05") == "alone its bound is 1 (no guarantee) > budget 5 %"
+    assert _in_percent("not chosen (weight 2); adding it gives bound 1.5e-05") == (
+        "not chosen (weight 2); adding it gives bound 0.0015 %"
+    )

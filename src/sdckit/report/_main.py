@@ -49,7 +49,7 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
 
     from sdckit.risk import joint_exposure_bound
 
-    ks = np.unique(np.geomspace(1, 100, 40).astype(int))
+    ks = np.unique(np.r_[np.geomspace(2, 100, 40).astype(int), plan.k])
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     every = 100 * np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(all_columns)), dtype=float)
     ax.plot(ks, every, label=f"all {len(all_columns)} quasi-identifiers", color="#b33")
@@ -59,6 +59,8 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
     ax.axhline(100 * plan.budget, color="grey", linestyle="--", linewidth=0.9, label=f"budget {_pct(plan.budget)}")
     ax.axvline(plan.k, color="grey", linewidth=0.8)
     ax.set_xscale("log")
+    ax.set_xticks([2, 5, 10, 20, 50, 100], ["2", "5", "10", "20", "50", "100"])
+    ax.minorticks_off()
     ax.set_ylim(0, 104)
     ax.set_yticks([0, 20, 40, 60, 80, 100], ["0 %", "20 %", "40 %", "60 %", "80 %", "100 % =\nno guarantee"])
     ax.set_xlabel("k (a user is exposed in a group of fewer than k users)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -244,6 +245,21 @@ def risk_section(
     return section
 
 
+_SHARE = re.compile(r"\b(is|would be|bound|budget) (\d+(?:\.\d+)?(?:e-?\d+)?)(?![\d.eE%])")
+
+
+def _in_percent(text: str) -> str:
+    """The planner's reasons with their shares (0..1) written in percent, a bound of 1 as no guarantee."""
+
+    def repl(m: re.Match[str]) -> str:
+        v = float(m.group(2))
+        if m.group(1) != "budget" and is_vacuous(v):
+            return f"{m.group(1)} 1 ({NO_GUARANTEE})"
+        return f"{m.group(1)} {_pct(v)}"
+
+    return _SHARE.sub(repl, text)
+
+
 def _plan_blocks(plan: ReleasePlan) -> list[Block]:
     released = ", ".join(plan.columns) if plan.columns else "no column"
     return [
@@ -253,7 +269,7 @@ def _plan_blocks(plan: ReleasePlan) -> list[Block]:
             "column sets)."
         ),
         table(
-            sorted(plan.excluded.items()),
+            sorted((c, _in_percent(why)) for c, why in plan.excluded.items()),
             ["excluded column", "why"],
             caption="Columns left out of the release",
         ),
@@ -322,7 +338,7 @@ def individual_risk_blocks(ir: IndividualRisk, *, threshold: float = 0.1, plot: 
     blocks: list[Block] = [
         metrics(
             [
-                ("expected re-identifications", round(ir.expected_reidentifications, 1), ""),
+                ("expected re-identifications", f"{ir.expected_reidentifications:,.1f}", ""),
                 ("global risk", 100 * ir.global_risk, "%"),
                 ("highest individual risk", 100 * ir.max_risk, "%"),
                 (f"records with risk > {threshold:g}", ir.n_above(threshold), ""),
