@@ -48,10 +48,12 @@ def test_curves_against_k_truth_and_bounds() -> None:
     assert np.all(b.lower <= c.truth + 1e-12)
     assert c.pairs, "within 5 % some pair table is asked for on these four columns"
     assert np.any(b.blocks < b.single - 1e-6), "the pair tables sharpen the bound somewhere"
-    assert c.k[0] == 2 and c.k[-1] == 50
+    assert c.k[0] == 2
+    assert c.k[-1] == 50
     # without data there are no pair tables: the pair bound is the single-column bound
     alone = exposure_against_k(s)
-    assert alone.pairs == () and np.array_equal(alone.bounds.blocks, alone.bounds.single)
+    assert alone.pairs == ()
+    assert np.array_equal(alone.bounds.blocks, alone.bounds.single)
     exposure_figure(s)  # the CLI's call (risk --plot) still works
 
 
@@ -79,13 +81,13 @@ def test_review_section_adds_measures_with_roles() -> None:
     assert "t-closeness is the largest distance" in page
 
 
-def test_planner_reasons_in_percent() -> None:
-    from sdckit.report._risk import _in_percent
+def test_planner_reasonsin_percent() -> None:
+    from sdckit.report._fmt import in_percent
 
-    assert _in_percent("with the chosen columns the bound would be 0.2126 > budget 0.05") == (
+    assert in_percent("with the chosen columns the bound would be 0.2126 > budget 0.05") == (
         "with the chosen columns the bound would be 21.3 % > budget 5 %"
     )
-    assert _in_percent("alone its bound is 1 > budget 0.05") == "alone its bound is 1 (no guarantee) > budget 5 %"
-    assert _in_percent("not chosen (weight 2); adding it gives bound 1.5e-05") == (
+    assert in_percent("alone its bound is 1 > budget 0.05") == "alone its bound is 1 (no guarantee) > budget 5 %"
+    assert in_percent("not chosen (weight 2); adding it gives bound 1.5e-05") == (
         "not chosen (weight 2); adding it gives bound 0.0015 %"
     )

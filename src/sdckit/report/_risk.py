@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy
-from sdckit.report._fmt import NO_GUARANTEE, bound_text, is_vacuous
+from sdckit.report._fmt import NO_GUARANTEE, bound_text, in_percent, is_vacuous
 from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Section, figure, metrics, paragraph, table
 from sdckit.risk import (
@@ -245,21 +244,6 @@ def risk_section(
     return section
 
 
-_SHARE = re.compile(r"\b(is|would be|bound|budget) (\d+(?:\.\d+)?(?:e-?\d+)?)(?![\d.eE%])")
-
-
-def _in_percent(text: str) -> str:
-    """The planner's reasons with their shares (0..1) written in percent, a bound of 1 as no guarantee."""
-
-    def repl(m: re.Match[str]) -> str:
-        v = float(m.group(2))
-        if m.group(1) != "budget" and is_vacuous(v):
-            return f"{m.group(1)} 1 ({NO_GUARANTEE})"
-        return f"{m.group(1)} {_pct(v)}"
-
-    return _SHARE.sub(repl, text)
-
-
 def _plan_blocks(plan: ReleasePlan) -> list[Block]:
     released = ", ".join(plan.columns) if plan.columns else "no column"
     return [
@@ -269,7 +253,7 @@ def _plan_blocks(plan: ReleasePlan) -> list[Block]:
             "column sets)."
         ),
         table(
-            sorted((c, _in_percent(why)) for c, why in plan.excluded.items()),
+            sorted((c, in_percent(why)) for c, why in plan.excluded.items()),
             ["excluded column", "why"],
             caption="Columns left out of the release",
         ),
