@@ -140,7 +140,12 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
     lines.append(plan_line)
     if excluded and any(s.kind == "suppress" for s in result.steps):
         lines.append(f"The plan withholds {', '.join(excluded)} unless a step masks them.")
-    lines += [s.summary for s in sections if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary]
+    lines += [
+        (f"Experiment on the input (not the release): {s.summary}" if s.id in ("microaggregation", "spectral")
+         else f"The release's masking steps: {s.summary}" if s.id == "release" else s.summary)
+        for s in sections
+        if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary
+    ]
     section = Section(
         "summary",
         "Summary",
