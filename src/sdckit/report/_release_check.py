@@ -12,6 +12,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Section, metrics, paragraph, table
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ __all__ = ["alert", "release_check_section"]
 def alert(text: str) -> Block:
     """A paragraph in bold red (a release over its budget)."""
     return Block(f'<p class="alert" style="color:#b00020;font-weight:bold">{html.escape(text)}</p>', "paragraph")
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.3g} %"
 
 
 def _l_text(measure: ReleaseMeasure) -> str:
