@@ -9,6 +9,7 @@ Skips, saying why, on a machine without Chromium or Playwright.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from sdckit.pipeline import load_config, run_pipeline
 from sdckit.report._main import SECTION_IDS, build_report
 
 ADULT_PIPELINE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
+
+# a bound of 1 printed as a figure ("at most 100 %", "bound 100 %", "≤ 100 %", "sharper 100 %")
+HUNDRED = re.compile(r"(at most|≤|<=|bound|sharper)\s*100(\.0*)?\s*%")
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -64,7 +68,7 @@ def test_report_in_headless_chromium(report_page: Path, tmp_path: Path) -> None:
                 assert section.locator("h2").inner_text().strip(), f"section {section_id!r} has no title"
             check = page.locator("section#release_check")
             heads = [h.strip() for h in check.locator("table.data").first.locator("th").all_inner_texts()]
-            assert heads == ["measure", "input, as is", "release, as written"], heads
+            assert heads == ["measure", "input, as is", "release, as written", "what it measures"], heads
             assert check.locator("table.data").first.is_visible()
             row = check.locator("tr", has_text="users in groups < k").first
             cells = [c.strip() for c in row.locator("td").all_inner_texts()]
@@ -72,6 +76,32 @@ def test_report_in_headless_chromium(report_page: Path, tmp_path: Path) -> None:
             assert cells[1] != cells[2], "input and release differ side by side"
             summary = page.locator("section#summary")
             assert "in the release as written" in summary.inner_text()
+            text = page.locator("body").inner_text()
+            assert not HUNDRED.search(text), f"a 100 % guarantee is printed: {HUNDRED.search(text)}"
+            assert "no guarantee" in text
+            assert re.search(r"\d\.\d+(?!\s*%)\b(?= of users)", text) is None, "a share of users not in percent"
+            # the exposure plot: k on the x axis, truth beside the single-column and the pair bound
+            risk = page.locator("section#risk")
+            exposure_plot = risk.locator("figure.plot", has_text="against k").first
+            assert exposure_plot.is_visible()
+            caption = exposure_plot.locator("figcaption").inner_text()
+            for curve in ("truth", "single-column counts", "pair table"):
+                assert curve in caption, f"the exposure plot's caption does not name {curve!r}"
+            assert re.search(r"At k = 5: truth [\d.]+ %; single-column bound (no guarantee|at most [\d.]+ %); "
+                             r"pair bound (no guarantee|at most [\d.]+ %)", risk.inner_text())
+            # the private-PCA section on Adult's numeric columns (no eigenvalue structure): says so, recommends nothing
+            pca = page.locator("section#spectral")
+            pca_text = pca.inner_text()
+            assert "No structure to keep" in pca_text
+            assert "Marchenko–Pastur" in pca_text
+            assert "recommended noise variance" not in pca_text
+            assert pca.locator("figure.plot").count() == 0
+            assert not re.search(r"c = [\d.]*\d{6,}", text), "an unrounded c in the page"
+            # the microaggregation summary states its costs
+            micro = page.locator("section#microaggregation").inner_text()
+            assert "plain microaggregated" in micro
+            assert "U_m" in micro
+            assert "SDID risk" in micro
             plots = page.locator("figure.plot")
             assert plots.count() >= 4, f"expected plots in the report, found {plots.count()}"
             for i in range(plots.count()):

@@ -26,6 +26,8 @@ import numpy as np
 import polars as pl
 
 from sdckit._io import check_numeric
+from sdckit.report._fmt import bound_text
+from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
 
 if TYPE_CHECKING:
@@ -38,10 +40,6 @@ SECTION_IDS: tuple[str, ...] = ("summary", "data", "release_check", "risk", "pla
 Advance = Callable[..., None]
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.3g}%"
-
-
 def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[str]) -> Any:
     """Bound from marginals against k, for every quasi-identifier and for the planned columns."""
     import matplotlib
@@ -51,20 +49,23 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
 
     from sdckit.risk import joint_exposure_bound
 
-    ks = np.unique(np.geomspace(1, 100, 40).astype(int))
+    ks = np.unique(np.r_[np.geomspace(2, 100, 40).astype(int), plan.k])
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
-    every = np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(all_columns)), dtype=float)
+    every = 100 * np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(all_columns)), dtype=float)
     ax.plot(ks, every, label=f"all {len(all_columns)} quasi-identifiers", color="#b33")
     if plan.columns:
-        planned = np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(plan.columns)), dtype=float)
+        planned = 100 * np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(plan.columns)), dtype=float)
         ax.plot(ks, planned, label=f"planned release ({len(plan.columns)} columns)", color="#2f5aa8")
-    ax.axhline(plan.budget, color="grey", linestyle="--", linewidth=0.9, label=f"budget {_pct(plan.budget)}")
+    ax.axhline(100 * plan.budget, color="grey", linestyle="--", linewidth=0.9, label=f"budget {_pct(plan.budget)}")
     ax.axvline(plan.k, color="grey", linewidth=0.8)
     ax.set_xscale("log")
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("k (group size)")
-    ax.set_ylabel("bound on share of users in groups < k")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xticks([2, 5, 10, 20, 50, 100], ["2", "5", "10", "20", "50", "100"])
+    ax.minorticks_off()
+    ax.set_ylim(0, 104)
+    ax.set_yticks([0, 20, 40, 60, 80, 100], ["0 %", "20 %", "40 %", "60 %", "80 %", "100 % =\nno guarantee"])
+    ax.set_xlabel("k (a user is exposed in a group of fewer than k users)")
+    ax.set_ylabel("upper bound on users in groups < k")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -131,7 +132,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
         )
     plan_line = (
         f"From single-column counts alone, a curator behind a shuffler could release {', '.join(plan.columns)} "
-        f"unmasked with at most {_pct(plan.bound)} of users in groups smaller than k (a guarantee on those columns "
+        f"unmasked with {bound_text(plan.bound)} of users in groups smaller than k (a guarantee on those columns "
         "as they are, not on this release)."
         if plan.columns
         else f"From single-column counts alone, no quasi-identifier fits the budget unmasked at k = {plan.k}."
@@ -139,7 +140,12 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
     lines.append(plan_line)
     if excluded and any(s.kind == "suppress" for s in result.steps):
         lines.append(f"The plan withholds {', '.join(excluded)} unless a step masks them.")
-    lines += [s.summary for s in sections if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary]
+    lines += [
+        (f"Experiment on the input (not the release): {s.summary}" if s.id in ("microaggregation", "spectral")
+         else f"The release's masking steps: {s.summary}" if s.id == "release" else s.summary)
+        for s in sections
+        if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary
+    ]
     section = Section(
         "summary",
         "Summary",
@@ -195,7 +201,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
     from sdckit.report._microagg import microagg_section
     from sdckit.report._overview import overview_section
     from sdckit.report._release_check import release_check_section
-    from sdckit.report._risk import risk_section
+    from sdckit.report._risk import risk_review_section
     from sdckit.report._spectral import spectral_section
 
     config = result.config
@@ -229,7 +235,15 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
     tick(description="Re-identification risk")
     with warnings.catch_warnings():  # the roles section already flags weights and identifiers
         warnings.simplefilter("ignore")
-        sections.append(risk_section(frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False))
+        roles = result.roles
+        weights = roles.weight[0] if roles is not None and roles.weight else None
+        sensitive = [c for c in (roles.sensitive if roles is not None else ()) if c in frame.columns]
+        sections.append(
+            risk_review_section(
+                frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False,
+                weights=weights, sensitive=sensitive or None,
+            )
+        )
     tick(description="Release plan")
     sections.append(_curator_section(frame, qis, result.plan))
     if len(numeric) >= 2:

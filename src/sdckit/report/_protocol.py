@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sdckit.protocol import SimulationResult
+from sdckit.report._fmt import NO_GUARANTEE, bound_text, in_percent, is_vacuous, pct
 from sdckit.report._report import Section, metrics, paragraph, table
 
 
@@ -18,8 +19,8 @@ def protocol_section(result: SimulationResult) -> Section:
         data=result.to_dict(),
         summary=(
             f"The shuffle protocol released {', '.join(plan.columns) or 'no column'} for "
-            f"{result.n_released:,} users; true share in groups < {plan.k}: {100 * result.exposure_at_k:.3g}% "
-            f"(bound {100 * plan.bound:.3g}%, budget {100 * plan.budget:.3g}%); "
+            f"{result.n_released:,} users; true share in groups < {plan.k}: {pct(result.exposure_at_k)} "
+            f"(planner's bound: {bound_text(plan.bound)}, budget {pct(plan.budget)}); "
             f"release {'verified' if result.verified else 'NOT verified'}."
         ),
     )
@@ -37,7 +38,8 @@ def protocol_section(result: SimulationResult) -> Section:
                 ("users in round 2", result.n_round2, ""),
                 ("released rows", result.n_released, ""),
                 (f"true share in groups < {plan.k}", 100 * result.exposure_at_k, "%"),
-                ("planner's bound", 100 * plan.bound, "%"),
+                ("planner's bound", NO_GUARANTEE if is_vacuous(plan.bound) else 100 * plan.bound,
+                 "" if is_vacuous(plan.bound) else "%"),
                 ("budget", 100 * plan.budget, "%"),
             ]
         ),
@@ -47,7 +49,7 @@ def protocol_section(result: SimulationResult) -> Section:
             caption="Round 1: the marginals the curator counted",
         ),
         table(
-            [(c, "released") for c in plan.columns] + [(f, why) for f, why in plan.excluded.items()],
+            [(c, "released") for c in plan.columns] + [(f, in_percent(why)) for f, why in plan.excluded.items()],
             ["feature", "decision"],
             caption=f"The plan at k = {plan.k} ({plan.setting} setting; {plan.method})",
         ),

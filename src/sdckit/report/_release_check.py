@@ -12,6 +12,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Section, metrics, paragraph, table
 
 if TYPE_CHECKING:
@@ -24,10 +25,6 @@ __all__ = ["alert", "release_check_section"]
 def alert(text: str) -> Block:
     """A paragraph in bold red (a release over its budget)."""
     return Block(f'<p class="alert" style="color:#b00020;font-weight:bold">{html.escape(text)}</p>', "paragraph")
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.3g} %"
 
 
 def _l_text(measure: ReleaseMeasure) -> str:
@@ -99,21 +96,28 @@ def release_check_section(
     idisc_in = input_measure.interval_disclosure
     idisc = release.interval_disclosure
     rows: list[tuple[Any, ...]] = [
-        ("quasi-identifiers measured", ", ".join(input_measure.quasi_identifiers), ", ".join(release.quasi_identifiers)),
-        ("k-anonymity (smallest group)", input_measure.k_anonymity, release.k_anonymity),
-        (f"users in groups < k = {release.k}", _pct(input_measure.exposure_at_k), _pct(release.exposure_at_k)),
-        ("unique users", input_measure.n_unique, release.n_unique),
-        ("groups", input_measure.n_groups, release.n_groups),
-        ("columns released", len(input_measure.columns), len(release.columns)),
-        ("l-diversity of the sensitive columns", _l_text(input_measure), _l_text(release)),
+        ("quasi-identifiers measured", ", ".join(input_measure.quasi_identifiers), ", ".join(release.quasi_identifiers),
+         "the columns an intruder is assumed to know"),
+        ("k-anonymity (smallest group)", input_measure.k_anonymity, release.k_anonymity,
+         "size of the smallest group of users sharing their quasi-identifier values"),
+        (f"users in groups < k = {release.k}", _pct(input_measure.exposure_at_k), _pct(release.exposure_at_k),
+         f"share of users an intruder can narrow down to fewer than {release.k} people (the budget applies here)"),
+        ("unique users", input_measure.n_unique, release.n_unique, "users alone in their group"),
+        ("groups", input_measure.n_groups, release.n_groups, "distinct combinations of the quasi-identifiers"),
+        ("columns released", len(input_measure.columns), len(release.columns), "columns in the file"),
+        ("l-diversity of the sensitive columns", _l_text(input_measure), _l_text(release),
+         "fewest distinct sensitive values in a group; l = 1: some group shares one value, which an intruder "
+         "then learns"),
         (
             "interval disclosure of the masked columns (±5 % sd)",
-            _pct(idisc_in["share"]) if idisc_in else "100 % (unmasked)",
+            _pct(idisc_in["share"]) if idisc_in else "all records (unmasked)",
             _pct(idisc["share"]) if idisc else "– (no masked numeric column)",
+            "records whose every masked original value lies within ±5 % of a standard deviation of the "
+            "released one (SDID risk; lower is safer)",
         ),
     ]
     section.add(
-        table(rows, ["measure", "input, as is", "release, as written"],
+        table(rows, ["measure", "input, as is", "release, as written", "what it measures"],
               caption="Both columns measure the same quasi-identifiers; the release with its released values "
                       "(a microaggregated age is one value per group, a suppressed cell '*' a value of its own).")
     )
