@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | $(PY)
 install: $(STAMP)
 
 demo: $(DEMO_STAMP)
-	$(VENV)/bin/sdckit report -o $(OUT)/report.html
+	$(VENV)/bin/sdckit run examples/pipelines/adult.yaml   # writes out/adult-protected.parquet and out/adult-report.html
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -q

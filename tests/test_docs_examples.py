@@ -1,6 +1,7 @@
 """Every example in README.md and docs/*.md runs as written.
 
-What runs, per Markdown file, in document order, in one scratch folder per file:
+What runs, per Markdown file, in document order (its Python blocks as one test, each shell block as
+another, each in a scratch folder of its own that starts with `adult.csv`):
 
 * a fenced block whose info string is ``python`` (or ``py``): executed, all Python blocks of one
   file in one interpreter (one namespace), so a later block may use what an earlier one defined;
@@ -129,14 +130,37 @@ def _plan(path: Path) -> list[dict[str, object]]:
     return plan
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("doc", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
-def test_examples_run(doc: Path, tmp_path: Path) -> None:
+def _parts(doc: Path) -> list[tuple[str, list[dict[str, object]]]]:
+    """A file's runnable parts, each a test of its own (so they spread over the test workers): all
+    its Python blocks in one interpreter, then each shell block on its own."""
     plan = _plan(doc)
-    if not plan:
-        pytest.skip(f"{doc.name} has no runnable block")
+    python = [p for p in plan if p["kind"] == "python"]
+    shell = [p for p in plan if p["kind"] == "shell"]
+    return ([("python", python)] if python else []) + [(f"shell-line-{p['line']}", [p]) for p in shell]
+
+
+PARTS = [(doc, name, plan) for doc in DOCS for name, plan in _parts(doc)]
+
+
+@pytest.fixture(scope="session")
+def adult_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `sdckit datasets export adult adult.csv` writes, made once: every part starts with it,
+    so a shell block that uses it runs on its own (the export line itself then keeps the file)."""
+    from sdckit.datasets import load_adult
+
+    path = tmp_path_factory.mktemp("adult") / "adult.csv"
+    load_adult().write_csv(path)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("doc", "part", "plan"), PARTS, ids=[f"{d.relative_to(ROOT)}:{name}" for d, name, _ in PARTS]
+)
+def test_examples_run(doc: Path, part: str, plan: list[dict[str, object]], tmp_path: Path, adult_csv: Path) -> None:
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "tests").symlink_to(ROOT / "tests", target_is_directory=True)
+    shutil.copy(adult_csv, tmp_path / "adult.csv")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MPLBACKEND": "Agg", "COLUMNS": "100",
            "NO_COLOR": "1"}
     r = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(plan), capture_output=True,
