@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -208,3 +209,52 @@ def test_a_pair_table_that_does_not_count_the_users_is_left_out(frame: pl.DataFr
     assert plan.pair_measured == pytest.approx(small)
     assert full.pair_measured >= plan.pair_measured
     assert plan.bound <= BUDGET
+
+
+@pytest.mark.services
+def test_the_shuffler_admits_the_pair_round_like_the_others(frame: pl.DataFrame, tmp_path: Path) -> None:
+    """Over HTTP: no pair round before the curator asks; then one complete submission (a message
+    per asked pair) of the round's exact length; published queries are fixed."""
+    from tests.protocol.conftest import wait_until
+
+    from sdckit.protocol._client import submit_url
+    from sdckit.protocol._wire import pack_batch
+    from sdckit.protocol.services._launch import LocalDeployment
+
+    cols = ("race", "sex", "marital-status")
+    rows = list(frame.head(40).select(cols).rows(named=True))
+    spec = CollectionSpec(id="pairs-http", features=cols)
+    with LocalDeployment(tmp_path, batch_threshold=1, poll_seconds=0.05) as dep, dep.admin() as admin:
+        dep.create(spec, enrolment="open")
+        sh, cu = dep.urls["shuffler"], dep.urls["curator"]
+        for r in (1, PAIR_ROUND):
+            admin.post(f"{sh}/admin/v1/collections/{spec.id}/rounds/{r}/flush").raise_for_status()
+        with dep.client(spec.id) as client:
+            user = client.user()
+            assert client.pairs() is None
+        early = httpx.post(submit_url(sh, spec.id, PAIR_ROUND), content=pack_batch([b"x" * 100]))
+        assert early.status_code == 404
+        body = pack_batch([m for row in rows for m in user.round1(row)])
+        assert httpx.post(submit_url(sh, spec.id, 1), content=body).status_code == 202
+        tally = f"{cu}/admin/v1/collections/{spec.id}/tally"
+        wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * len(cols))
+        r = admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 1, "budget": 1.0})
+        assert r.status_code == 200, r.text
+        assert admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 2}).status_code == 409
+        with dep.client(spec.id) as client:
+            queries = client.pairs()  # relayed, signature checked
+        assert queries is not None
+        assert len(queries.queries) == 3
+        sealed = [user.pairs(row, queries) for row in rows]
+        url = submit_url(sh, spec.id, PAIR_ROUND)
+        assert httpx.post(url, content=pack_batch(sealed[0][:2])).status_code == 400  # incomplete
+        assert httpx.post(url, content=pack_batch([*sealed[0][:2], sealed[0][2][:-1]])).status_code == 400
+        assert httpx.post(url, content=pack_batch([m for s in sealed for m in s])).status_code == 202
+        wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * (len(cols) + 3))
+        got = admin.get(f"{cu}/admin/v1/collections/{spec.id}/pairs/tables").json()["tables"]
+    counted = {tuple(t["columns"]): {tuple(c[:2]): c[2] for c in t["cells"]} for t in got}
+    want = {
+        q.columns: dict(Counter(tuple(encode_value(row[c]) for c in q.columns) for row in rows))
+        for q in queries.queries
+    }
+    assert counted == want

@@ -140,7 +140,7 @@ class Client:
 
     def _owner_doc(self, path: str, kind: str, role: str) -> dict[str, Any] | None:
         r = self._request("GET", f"{self.shuffler_url}{path}")
-        if r.status_code == 404 and kind == "plan":
+        if r.status_code == 404 and kind in ("plan", "pairs"):  # not published yet
             return None
         _raise_for(r, f"{kind} of {self.collection!r}")
         if role not in self._owners:
