@@ -61,7 +61,7 @@ HOSTILE_IDS = [
     ".hidden",
     "-dash",
 ]
-HOSTILE_ROUNDS = ["0", "3", "-1", "99999999999999999999999999999", "1.5", "%2e%2e", "x", "1%00"]
+HOSTILE_ROUNDS = ["0", "4", "-1", "99999999999999999999999999999", "1.5", "%2e%2e", "x", "1%00"]
 
 
 def _feature_plain(body: str, pad: int = 256, kind: int = 1) -> bytes:

@@ -44,7 +44,23 @@ def test_features_are_non_empty_strings(features: list[Any]) -> None:
 
 
 def test_a_plan_round_trips() -> None:
-    assert PublishedPlan.from_dict(PLAN).to_dict() == PLAN
+    # a plan without the pair-round fields (as published before them) reads with their defaults
+    assert PublishedPlan.from_dict(PLAN).to_dict() == {
+        **PLAN,
+        "rounds": ["singles", "release"],
+        "pair_bound": None,
+        "pair_measured": None,
+    }
+    paired = {**PLAN, "rounds": ["singles", "pairs", "release"], "pair_bound": 0.04, "pair_measured": 0.001}
+    assert PublishedPlan.from_dict(paired).to_dict() == paired
+
+
+@pytest.mark.parametrize(
+    "bad", [{"rounds": ["singles", "triples"]}, {"pair_bound": 1.5}, {"pair_measured": float("nan")}]
+)
+def test_bad_pair_fields_are_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        PublishedPlan.from_dict({**PLAN, **bad})
 
 
 @pytest.mark.parametrize(

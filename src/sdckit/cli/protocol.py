@@ -76,7 +76,9 @@ def keygen(
 def serve(
     role: str = typer.Argument(..., help="shuffler, curator or analyst."),
     config: Path = typer.Option(..., "--config", help="The service's YAML or JSON config file."),
-    as_json: bool = typer.Option(False, "--json", help="Errors, and the line saying where it listens, as JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Errors, and the line saying where it listens, as JSON."
+    ),
 ) -> None:
     """Run one service in the foreground (Ctrl-C stops it)."""
     from sdckit.protocol.services import ROLES, load_config
@@ -133,10 +135,24 @@ def simulate(
     workdir: Path | None = typer.Option(
         None, "--workdir", help="Keep keys, stores and logs here (default: temporary)."
     ),
+    pairs: str | None = typer.Option(
+        None,
+        "--pairs",
+        help="auto: the middle round, where the curator asks for the counts of safe pairs (rare "
+        "values redacted) and plans from singles and pairs (fixed setting).",
+    ),
+    pairs_budget: float | None = typer.Option(
+        None,
+        "--pairs-budget",
+        min=0.0,
+        max=1.0,
+        help="Share of users (0..1) the pair tables may expose (default: --budget).",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     read: Any = None,  # filled by @reads_data
 ) -> None:
-    """Run both rounds on loopback with three real services and verify the release."""
+    """Run the rounds (singles, optionally pairs, release) on loopback with three real services and
+    verify the release."""
     from sdckit.protocol import simulate as run
 
     cols = parse_columns(columns) or []
@@ -148,6 +164,8 @@ def simulate(
         raise typer.BadParameter("use x25519 or mlkem768-x25519", param_hint="--suite")
     if enrolment not in ("tokens", "open"):
         raise typer.BadParameter("use tokens or open", param_hint="--enrolment")
+    if pairs not in (None, "auto"):
+        raise typer.BadParameter("use auto (or leave --pairs out)", param_hint="--pairs")
     with ExitStack() as stack:
         bars: dict[str, tuple[Any, int]] = {}  # stage -> (advance, users acknowledged so far)
 
@@ -179,6 +197,8 @@ def simulate(
             seed=seed,
             workdir=workdir,
             progress=on_progress,
+            pairs=pairs,  # type: ignore[arg-type]
+            pairs_budget=pairs_budget,
         )
     if as_json:
         print_json(result.to_dict())
@@ -198,6 +218,15 @@ def _render(result: Any) -> None:
         rare = min(counts.items(), key=lambda kv: kv[1]) if counts else ("-", 0)
         marg.add_row(f, f"{len(counts):,}", f"{rare[0]} ({rare[1]:,})")
     stdout.print(marg)
+    if result.pairs is not None:
+        q = result.pairs["queries"]
+        asked = ", ".join(" x ".join(x["columns"]) for x in q["queries"]) or "(none: no pair was safe to ask)"
+        stdout.print(
+            f"Pair round: asked {asked}; share of users in a received cell < {plan.k}: bound "
+            f"{q['bound']:.4f} <= {q['budget']:g}, measured {result.pairs['measured'] or 0.0:.4f}",
+            highlight=False,
+        )
+    stdout.print(f"Rounds: {', '.join(result.rounds)}")
     cols = ", ".join(plan.columns) or "(none)"
     stdout.print(
         f"Plan: release [bold]{cols}[/] at k={plan.k}: bound {plan.bound:.4f} <= budget {plan.budget:g} "

@@ -9,7 +9,8 @@ anonymity notes §5, ``docs/theory/anonymity.md``].
   ``"mlkem768-x25519"`` (hybrid post-quantum).
 * Wire format: fixed-length padded, salted, versioned messages (:func:`pack_feature`,
   :func:`pack_row`, :func:`pack_batch`).
-* Parties as pure logic: :class:`User`, :class:`Shuffler`, :class:`Curator`, :class:`Analyst`.
+* Parties as pure logic: :class:`User`, :class:`Shuffler`, :class:`Curator`, :class:`Analyst`;
+  the optional pair round: :func:`choose_pairs`, :class:`PairQueries`, :class:`PairCurator`.
 * Services (``sdckit.protocol.services``): one web app per role with SQLite storage, started with
   ``sdckit protocol serve``; :class:`Client` for a user's device; :func:`simulate` runs the whole
   protocol on loopback.
@@ -26,9 +27,9 @@ from sdckit.protocol._crypto import (
     sealed_length,
 )
 from sdckit.protocol._keyfile import generate_key_file, read_private_key, write_private_key
-from sdckit.protocol._planning import PlanMethod, decide_plan, decoy_probability, suppress_rare
+from sdckit.protocol._planning import PlanMethod, choose_pairs, decide_plan, decoy_probability, suppress_rare
 from sdckit.protocol._simulate import SimulationResult, exposure_at_k, simulate, verify_release
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan, Redaction, Setting
+from sdckit.protocol._spec import CollectionSpec, PairQueries, PairQuery, PublishedPlan, Redaction, Setting
 from sdckit.protocol._wire import (
     REDACTED,
     decode_value,
@@ -40,7 +41,7 @@ from sdckit.protocol._wire import (
     unpack_feature,
     unpack_row,
 )
-from sdckit.protocol.parties import Analyst, Curator, Shuffler, Tally, User, secure_permutation
+from sdckit.protocol.parties import Analyst, Curator, PairCurator, Shuffler, Tally, User, secure_permutation
 
 __all__ = [
     "REDACTED",
@@ -48,6 +49,9 @@ __all__ = [
     "Client",
     "CollectionSpec",
     "Curator",
+    "PairCurator",
+    "PairQueries",
+    "PairQuery",
     "PlanMethod",
     "PrivateKey",
     "PublicKey",
@@ -59,6 +63,7 @@ __all__ = [
     "SuiteName",
     "Tally",
     "User",
+    "choose_pairs",
     "decide_plan",
     "decode_value",
     "decoy_probability",

@@ -17,7 +17,7 @@ from sdckit.errors import AuthError, MalformedMessageError, ParameterError, Prot
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import Credential, Enrolment
 from sdckit.protocol._signing import verify_document, verify_key_from_text
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan
+from sdckit.protocol._spec import CollectionSpec, PairQueries, PublishedPlan
 from sdckit.protocol._wire import pack_batch
 from sdckit.protocol.parties import User
 
@@ -140,7 +140,7 @@ class Client:
 
     def _owner_doc(self, path: str, kind: str, role: str) -> dict[str, Any] | None:
         r = self._request("GET", f"{self.shuffler_url}{path}")
-        if r.status_code == 404 and kind == "plan":
+        if r.status_code == 404 and kind in ("plan", "pairs"):  # not published yet
             return None
         _raise_for(r, f"{kind} of {self.collection!r}")
         if role not in self._owners:
@@ -182,6 +182,11 @@ class Client:
         """The published plan (signed by the curator), or None while the curator has not decided."""
         doc = self._owner_doc(f"/v1/collections/{self.collection}/plan", "plan", "curator")
         return None if doc is None else PublishedPlan.from_dict(doc)
+
+    def pairs(self) -> PairQueries | None:
+        """The published pair queries of the middle round (signed by the curator), or None."""
+        doc = self._owner_doc(f"/v1/collections/{self.collection}/pairs", "pairs", "curator")
+        return None if doc is None else PairQueries.from_dict(doc)
 
     def enrol(self, invite: str | None = None) -> dict[int, Credential]:
         """Trade a one-time invite for anonymous credentials of rounds 1 and 2 (blind evaluation:

@@ -7,6 +7,7 @@ the outcome as the public plan.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -14,8 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from sdckit.errors import ParameterError
-from sdckit.protocol._spec import PublishedPlan, Redaction, Setting
-from sdckit.protocol._wire import REDACTED, encode_value
+from sdckit.protocol._spec import PairQueries, PairQuery, PublishedPlan, Redaction, Setting
+from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, encode_value
 
 if TYPE_CHECKING:
     from sdckit.risk import Marginals
@@ -134,6 +135,8 @@ def decide_plan(
     local_suppression: bool = False,
     delta: float = 0.05,
     n_users: int | None = None,
+    pair_tables: Mapping[tuple[str, ...], Mapping[tuple[str, ...], int]] | None = None,
+    pair_queries: PairQueries | None = None,
 ) -> PublishedPlan:
     """Decide which features are released, with :func:`sdckit.risk.plan_release`.
 
@@ -161,6 +164,13 @@ def decide_plan(
     delta : The plan's bound holds with probability >= 1 - delta (statistical setting: over the
         round-1 sample; with local suppression: over the decoys' coins; with both, >= 1 - 2 delta).
     n_users : Users counted in round 1; features whose total differs are left out.
+    pair_tables, pair_queries : The pair round's tables as counted (``{(a, b): {(key a, key b):
+        users}}``, the redaction marker's key for a redacted value) and the published queries. In
+        the fixed setting without local suppression the planner then bounds with the blocks
+        (:meth:`sdckit.risk.Marginals.from_counts` with ``blocks``); a table whose total is not
+        the users of round 1 is left out. The plan records ``rounds`` (with ``"pairs"``), the
+        queries' bound (``pair_bound``) and the measured share of users in received cells < k
+        (``pair_measured``).
     """
     from sdckit.risk import Marginals, plan_release
 
@@ -191,6 +201,8 @@ def decide_plan(
             n_release=n_release,
             local_suppression=local_suppression,
             delta=delta,
+            pair_tables=pair_tables,
+            pair_queries=pair_queries,
         )
         return replace(kept, excluded={**inconsistent, **kept.excluded})
     # statistical setting: plan on the raw sample marginals. Which values are rare depends on the
@@ -200,6 +212,14 @@ def decide_plan(
     effective = suppress_rare(counts, k) if merge else {f: Counter(c) for f, c in counts.items()}
     marginals = Marginals.from_counts({f: dict(c) for f, c in effective.items()})
     n1 = marginals.n
+    pair_fields: dict[str, object] = {}
+    if pair_tables and pair_queries is not None and setting == "fixed" and not local_suppression:
+        marginals, measured = pair_marginals(effective, pair_tables, k=k)
+        pair_fields = {
+            "rounds": ("singles", "pairs", "release"),
+            "pair_bound": float(pair_queries.bound),
+            "pair_measured": measured,
+        }
     if setting == "statistical":
         columns, bound, how, excluded = statistical_plan(
             marginals,
@@ -248,6 +268,105 @@ def decide_plan(
         n_round1=n1,
         setting=setting,
         redactions=tuple(redactions),
+        **pair_fields,  # type: ignore[arg-type]
+    )
+
+
+def _risk_key(key: str) -> object:
+    from sdckit.risk import REDACTED as RISK_REDACTED
+
+    return RISK_REDACTED if key == REDACTED_KEY else key
+
+
+def pair_marginals(
+    counts: Mapping[str, Mapping[str, int]],
+    tables: Mapping[tuple[str, ...], Mapping[tuple[str, ...], int]],
+    *,
+    k: int,
+) -> tuple[Marginals, float]:
+    """The single counts with the received pair tables as blocks, and the measured share of users
+    in a received cell of fewer than ``k`` users (summed over the tables, capped at 1: a user can
+    sit in a small cell of several tables).
+
+    Keys are canonical value encodings; a redacted value (the marker's key) becomes
+    :data:`sdckit.risk.REDACTED`, a cell aggregating unknown true cells. A table that does not
+    count the same users as the single counts (a stray or missing message) is left out.
+    """
+    from sdckit.errors import InputError
+    from sdckit.risk import Marginals
+
+    singles = {f: dict(c) for f, c in counts.items()}
+    n = sum(next(iter(singles.values())).values()) if singles else 0
+    blocks: dict[tuple[str, ...], dict[tuple[object, ...], int]] = {}
+    for cols, table in tables.items():
+        if not set(cols) <= set(singles):
+            continue
+        block = {tuple(_risk_key(x) for x in cell): int(c) for cell, c in table.items() if c > 0}
+        try:
+            Marginals.from_counts({c: singles[c] for c in cols}, blocks={tuple(cols): block})
+        except InputError:
+            continue
+        blocks[tuple(cols)] = block
+    small = sum(c for b in blocks.values() for c in b.values() if c < k)
+    measured = min(1.0, small / n) if n else 0.0
+    return Marginals.from_counts(singles, blocks=blocks), measured
+
+
+def choose_pairs(
+    counts: Mapping[str, Mapping[str, int]],
+    *,
+    collection: str,
+    k: int,
+    budget: float,
+    pad: int | None = None,
+) -> PairQueries:
+    """The pair queries to publish after round 1, with :func:`sdckit.risk.choose_pair_queries`:
+    values held by fewer than k users are redacted in every query, and queries are added while the
+    union bound on the share of users in a received cell < k stays within ``budget``.
+
+    ``counts`` are the round-1 counts (``{feature: {value_key: users}}``; features whose totals
+    disagree are left out, see :func:`consistent_counts`). ``pad`` (default: the next multiple of
+    64 bytes that fits the longest pair of values of any query, redaction marker included) is the
+    one length of every pair-round plaintext.
+    """
+    from sdckit.risk import Marginals, choose_pair_queries
+
+    ok, _ = consistent_counts(counts)
+    if len(ok) < 2:
+        return PairQueries(
+            collection=collection, k=k, queries=(), bound=0.0, budget=float(budget), pad=pad or 64
+        )
+    plan = choose_pair_queries(Marginals.from_counts({f: dict(c) for f, c in ok.items()}), k, budget)
+    queries = tuple(
+        PairQuery(
+            columns=(q.columns[0], q.columns[1]),
+            redact={c: tuple(str(v) for v in vs) for c, vs in q.redact.items()},
+            bound=float(q.bound),
+        )
+        for q in plan.queries
+    )
+    if pad is None:
+        longest = {f: max(len(key.encode()) for key in [*c, REDACTED_KEY]) for f, c in ok.items()}
+        need = (
+            max(
+                (HEADER_LENGTH + len(_pair_body(q.columns)) + longest[q.columns[0]] + longest[q.columns[1]])
+                for q in queries
+            )
+            if queries
+            else 64
+        )
+        pad = -(-need // 64) * 64
+    return PairQueries(
+        collection=collection, k=k, queries=queries, bound=float(plan.bound), budget=float(budget), pad=pad
+    )
+
+
+def _pair_body(columns: Sequence[str]) -> bytes:
+    """The pair body with empty values: its length plus the two values' lengths is the body's."""
+    return (
+        json.dumps([[c, None] for c in columns], ensure_ascii=False, separators=(",", ":"))
+        .encode()
+        .replace(b"null", b"")
     )
 
 

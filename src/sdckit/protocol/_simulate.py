@@ -24,7 +24,7 @@ from sdckit.protocol._client import NODELAY, RETRY_STATUS, backoff, submit_async
 from sdckit.protocol._crypto import PublicKey, SuiteName
 from sdckit.protocol._enrol import Credential, Enrolment
 from sdckit.protocol._planning import PlanMethod
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan, Setting
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan, Setting
 from sdckit.protocol._wire import REDACTED, decode_value, encode_value, pack_feature_length, pack_row_length
 from sdckit.protocol.parties import User
 
@@ -65,6 +65,15 @@ class SimulationResult:
     """Throughput per stage (users / stage seconds)."""
     enrolment: str = "tokens"
     """``tokens`` (every user enrolled, one anonymous credential per round) or ``open``."""
+    pairs: Mapping[str, Any] | None = None
+    """The pair round (``pairs="auto"``): the published queries (``queries``, their union
+    ``bound``), the tables the curator counted (``tables``: ``{"a x b": {"value a | value b": users}}``)
+    and the measured share of users in a received cell < k (``measured``); None without it."""
+
+    @property
+    def rounds(self) -> tuple[str, ...]:
+        """The rounds the release rests on (the plan's record)."""
+        return self.plan.rounds
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +93,8 @@ class SimulationResult:
             "seconds": dict(self.seconds),
             "users_per_second": dict(self.users_per_second),
             "enrolment": self.enrolment,
+            "rounds": list(self.rounds),
+            "pairs": None if self.pairs is None else dict(self.pairs),
         }
 
 
@@ -144,6 +155,9 @@ def _encode_chunk(
     creds = _enrol_users(invites, rounds) if invites else []
     if round_ == 1:
         return [m for row in rows for m in user.round1(row)], creds
+    if round_ == PAIR_ROUND:
+        queries = PairQueries.from_dict(plan or {})
+        return [m for row in rows for m in user.pairs(row, queries)], creds
     p = PublishedPlan.from_dict(plan or {})
     return [user.round2(row, p) for row in rows], creds
 
@@ -204,6 +218,7 @@ async def _drive(
     *,
     invites: Sequence[list[str]] | None,
     held: list[list[dict[int, Credential]]],
+    rounds: tuple[int, ...],
     concurrency: int,
     progress: Progress,
     stage: str,
@@ -220,7 +235,9 @@ async def _drive(
             nonlocal done
             async with sem:
                 fresh = invites[i] if invites is not None and not held[i] else None
-                messages, creds = await loop.run_in_executor(pool, _encode_chunk, round_, rows, plan, fresh)
+                messages, creds = await loop.run_in_executor(
+                    pool, _encode_chunk, round_, rows, plan, fresh, rounds
+                )
                 if creds:
                     held[i] = creds
                 credentials = [c[round_] for c in held[i]] if held[i] else []
@@ -280,6 +297,8 @@ def simulate(
     round2_pad: int | None = None,
     timeout: float = 600.0,
     progress: Progress | None = None,
+    pairs: Literal["auto"] | None = None,
+    pairs_budget: float | None = None,
 ) -> SimulationResult:
     """Run both rounds of the shuffle protocol on loopback and verify the release.
 
@@ -312,6 +331,14 @@ def simulate(
     round1_pad, round2_pad : Inner plaintext lengths in bytes (default: 256 and 1,024, raised to
         the next multiple of 64 that fits the longest value or row of ``data``).
     progress : ``progress(stage, done, total)`` callback.
+    pairs : ``"auto"``: the optional middle round (issue 17). After round 1 the curator chooses pair
+        queries (:func:`sdckit.protocol.choose_pairs`: rare values redacted, the union bound on
+        the share of users in a received cell < k within ``pairs_budget``) and publishes them
+        (signed, relayed by the shuffler); each user sends one message per pair through the
+        shuffler under the admission rules of the other rounds (its own credential, one complete
+        submission, min_batch); the curator counts the pair tables and plans from singles and
+        pairs. Fixed setting only.
+    pairs_budget : Share of users (0..1) the pair tables may expose (default: ``budget``).
     """
     from sdckit.protocol.services._launch import LocalDeployment
 
@@ -320,6 +347,10 @@ def simulate(
         raise ParameterError("give at least one column, e.g. columns=['sex', 'race']")
     if users_per_request < 1 or concurrency < 1 or workers < 1:
         raise ParameterError("users_per_request, concurrency and workers must be >= 1")
+    if pairs not in (None, "auto"):
+        raise ParameterError(f"pairs={pairs!r}: use 'auto' (the pair round) or None")
+    if pairs and setting != "fixed":
+        raise ParameterError("the pair round needs the fixed setting (the same users in every round)")
     frame = read_data(data, cols).frame
     native = frame.collect() if hasattr(frame, "collect") else frame
     rows: list[dict[str, Any]] = list(native.rows(named=True))
@@ -383,6 +414,7 @@ def simulate(
             # an enrolling worker waits for the shuffler's answer half of the time: twice as many
             # processes keep the same CPU busy (the CPU work per user is the same)
             n_proc = workers * (2 if enrol_cfg else 1)
+            rounds = (1, PAIR_ROUND, 2) if pairs else (1, 2)
             with ProcessPoolExecutor(
                 n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec.to_dict(), keys, enrol_cfg)
             ) as pool:
@@ -409,6 +441,7 @@ def simulate(
                             pool,
                             invites=invites,
                             held=held[round_],
+                            rounds=rounds,
                             concurrency=concurrency,
                             progress=report,
                             stage=f"round {round_}",
@@ -423,6 +456,47 @@ def simulate(
                     admin, urls["shuffler"], urls["curator"], collection, 1, len(rows1) * len(cols), timeout
                 )
                 seconds["round1"] = time.perf_counter() - t
+
+                pair_info: dict[str, Any] | None = None
+                if pairs:
+                    t = time.perf_counter()
+                    r = admin.post(
+                        f"{urls['curator']}/admin/v1/collections/{collection}/pairs",
+                        json={"k": k, "budget": budget if pairs_budget is None else pairs_budget},
+                    )
+                    if r.status_code != 200:
+                        raise ProtocolError(
+                            f"the curator could not choose pairs: {r.json().get('detail', r.text)}"
+                        )
+                    with dep.client(collection) as client:  # as devices get them: relayed, signed
+                        queries = client.pairs()
+                    if queries is None:
+                        raise ProtocolError("the shuffler does not relay the curator's pair queries")
+                    if queries.queries:
+                        run(PAIR_ROUND, rows1, queries.to_dict())
+                        seconds["pairs_submit"] = time.perf_counter() - t
+                        curator_tally = _wait_delivered(
+                            admin,
+                            urls["shuffler"],
+                            urls["curator"],
+                            collection,
+                            PAIR_ROUND,
+                            len(rows1) * (len(cols) + len(queries.queries)),
+                            timeout,
+                        )
+                    tables = admin.get(
+                        f"{urls['curator']}/admin/v1/collections/{collection}/pairs/tables"
+                    ).json()["tables"]
+                    pair_info = {
+                        "queries": queries.to_dict(),
+                        "tables": {
+                            " x ".join(tb["columns"]): {
+                                " | ".join(_label(x) for x in cell[:-1]): cell[-1] for cell in tb["cells"]
+                            }
+                            for tb in tables
+                        },
+                    }
+                    seconds["pairs"] = time.perf_counter() - t
 
                 t = time.perf_counter()
                 r = admin.post(
@@ -468,7 +542,7 @@ def simulate(
                 f"shuffler_round{r_}": admin.get(
                     f"{urls['shuffler']}/admin/v1/collections/{collection}/rounds/{r_}"
                 ).json()
-                for r_ in (1, 2)
+                for r_ in ((1, PAIR_ROUND, 2) if pairs else (1, 2))
             }
         seconds["total"] = time.perf_counter() - t0
 
@@ -487,7 +561,11 @@ def simulate(
         if seconds["round2_submit"] > 0 and plan.columns
         else math.nan,
     }
+    if pair_info is not None:
+        pair_info["measured"] = plan.pair_measured
+        pair_info["bound"] = pair_info["queries"]["bound"]
     return SimulationResult(
+        pairs=pair_info,
         collection=collection,
         setting=setting,
         suite=suite,

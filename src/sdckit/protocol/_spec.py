@@ -112,9 +112,19 @@ class PublishedPlan:
     setting: Setting = "fixed"
     redactions: tuple[Redaction, ...] = ()
     """Local-suppression rules (empty: global suppression only)."""
+    rounds: tuple[str, ...] = ("singles", "release")
+    """The rounds the plan rests on: ``singles`` (round 1), ``pairs`` (the middle round, when its
+    pair tables were used) and ``release`` (round 2)."""
+    pair_bound: float | None = None
+    """With the pair round: the bound, computed before asking, on the share of users in a received
+    pair-table cell of fewer than k users (:attr:`sdckit.risk.QueryPlan.bound`)."""
+    pair_measured: float | None = None
+    """With the pair round: that share measured on the received tables (union over the tables:
+    the sum of their shares, capped at 1)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["rounds"] = list(self.rounds)
         d["columns"] = list(self.columns)
         d["excluded"] = dict(self.excluded)
         d["redactions"] = [asdict(r) for r in self.redactions]
@@ -129,6 +139,7 @@ class PublishedPlan:
                 **{
                     **d,
                     "columns": tuple(d["columns"]),
+                    "rounds": tuple(d.get("rounds", ("singles", "release"))),
                     "excluded": dict(d.get("excluded", {})),
                     "redactions": tuple(Redaction(**r) for r in d.get("redactions", ())),
                 }
@@ -157,6 +168,10 @@ class PublishedPlan:
             problems.append("excluded is not {column: reason}")
         if self.setting not in ("fixed", "statistical"):
             problems.append("setting is not 'fixed' or 'statistical'")
+        if not set(self.rounds) <= {"singles", "pairs", "release"}:
+            problems.append("rounds are not among 'singles', 'pairs', 'release'")
+        if not all(x is None or (real(x) and 0 <= x <= 1) for x in (self.pair_bound, self.pair_measured)):
+            problems.append("pair_bound and pair_measured are not shares in [0, 1]")
         for r in self.redactions:
             if not (
                 isinstance(r.feature, str)
@@ -168,3 +183,79 @@ class PublishedPlan:
                 break
         if problems:
             raise ConfigError(f"not a published plan: {'; '.join(problems)}")
+
+
+PAIR_ROUND = 3
+"""Round number of the middle (pair) round on the wire and in HPKE labels (1 singles, 2 release)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairQuery:
+    """One query of the pair round: every user sends its values of ``columns``, the values listed
+    in ``redact`` (rare at k) replaced by the redaction marker."""
+
+    columns: tuple[str, str]
+    redact: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per column, the canonical keys (:func:`sdckit.protocol.encode_value`) of the values sent
+    redacted."""
+    bound: float = 0.0
+    """Bound, before asking, on the share of users in a cell < k of this table."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairQueries:
+    """The curator's published pair queries (signed and relayed like the plan)."""
+
+    collection: str
+    k: int
+    queries: tuple[PairQuery, ...]
+    bound: float
+    """Union bound over the queries (:attr:`sdckit.risk.QueryPlan.bound`), <= ``budget``."""
+    budget: float
+    pad: int
+    """Length in bytes of every pair-round inner plaintext."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection,
+            "k": self.k,
+            "queries": [
+                {
+                    "columns": list(q.columns),
+                    "redact": {c: list(v) for c, v in q.redact.items()},
+                    "bound": q.bound,
+                }
+                for q in self.queries
+            ],
+            "bound": self.bound,
+            "budget": self.budget,
+            "pad": self.pad,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PairQueries:
+        """The queries from their JSON form, checked (they may come from a request)."""
+        try:
+            queries = tuple(
+                PairQuery(
+                    columns=(str(q["columns"][0]), str(q["columns"][1])),
+                    redact={str(c): tuple(str(x) for x in v) for c, v in dict(q.get("redact", {})).items()},
+                    bound=float(q.get("bound", 0.0)),
+                )
+                for q in d["queries"]
+            )
+            out = cls(
+                collection=str(d["collection"]),
+                k=int(d["k"]),
+                queries=queries,
+                bound=float(d["bound"]),
+                budget=float(d["budget"]),
+                pad=int(d["pad"]),
+            )
+        except (TypeError, KeyError, ValueError, IndexError) as err:
+            raise ConfigError(f"not published pair queries: {err}") from None
+        if len(q_cols := [q.columns for q in queries]) != len(set(q_cols)) or any(a == b for a, b in q_cols):
+            raise ConfigError("not published pair queries: a pair is repeated or names one column twice")
+        if not HEADER_LENGTH < out.pad <= 65_535 or out.k < 1:
+            raise ConfigError("not published pair queries: bad pad length or k")
+        return out

@@ -2,11 +2,12 @@
 
 Inner plaintext (what the curator or analyst decrypts), always exactly ``pad_length`` bytes::
 
-    version (1 byte, = 1) | kind (1 byte: 1 feature message, 2 row message) | salt (16 bytes)
+    version (1 byte, = 1) | kind (1 byte: 1 feature message, 2 row message, 3 pair message) | salt (16 bytes)
     | body length (2 bytes, big-endian) | body (canonical JSON, UTF-8) | zero bytes up to pad_length
 
 so every ciphertext of a round has the same length whatever the value [seed; anonymity notes §5].
-Round-1 body: ``["<feature>", value]``; round-2 body: ``[["<column>", value], ...]`` in plan order.
+Round-1 body: ``["<feature>", value]``; round-2 body: ``[["<column>", value], ...]`` in plan order;
+pair-round body: ``[["<column a>", value], ["<column b>", value]]`` in the query's order.
 
 Values are encoded canonically: ``None``, ``bool``, ``int``, ``float`` (shortest round-trip repr;
 NaN and infinities allowed) and ``str`` as JSON scalars; ``date``, ``datetime``, ``time``,
@@ -35,6 +36,7 @@ WIRE_VERSION = 1
 SALT_LENGTH = 16
 KIND_FEATURE = 1
 KIND_ROW = 2
+KIND_PAIR = 3
 _HEADER = struct.Struct(">BB16sH")
 HEADER_LENGTH = _HEADER.size  # 20 bytes
 _BATCH_MAGIC = b"SDCB"
@@ -187,10 +189,13 @@ def pack_feature(feature: str, value: Any, salt: bytes, pad_length: int) -> byte
     return _pad(KIND_FEATURE, salt, body, pad_length, f"feature {feature!r} with its value")
 
 
-def pack_row(columns: Sequence[str], values: Sequence[Any], salt: bytes, pad_length: int) -> bytes:
-    """Round-2 inner plaintext of ``pad_length`` bytes for one user's planned columns."""
+def pack_row(
+    columns: Sequence[str], values: Sequence[Any], salt: bytes, pad_length: int, *, kind: int = KIND_ROW
+) -> bytes:
+    """Round-2 inner plaintext of ``pad_length`` bytes for one user's planned columns (with
+    ``kind=KIND_PAIR``: a pair-round message, the same body for the query's columns)."""
     body = _dumps([[c, _tag(v)] for c, v in zip(columns, values, strict=True)])
-    return _pad(KIND_ROW, salt, body, pad_length, f"a row of {len(columns)} column(s)")
+    return _pad(kind, salt, body, pad_length, f"a row of {len(columns)} column(s)")
 
 
 def _unpad(plain: bytes, kind: int, pad_length: int | None) -> tuple[bytes, Any]:
@@ -240,9 +245,10 @@ def unpack_feature(plain: bytes, pad_length: int | None = None) -> FeatureMessag
     return FeatureMessage(body[0], encode_value(value), salt)
 
 
-def unpack_row(plain: bytes, pad_length: int | None = None) -> RowMessage:
-    """Parse a round-2 inner plaintext; :class:`MalformedMessageError` on anything unexpected."""
-    salt, body = _unpad(plain, KIND_ROW, pad_length)
+def unpack_row(plain: bytes, pad_length: int | None = None, *, kind: int = KIND_ROW) -> RowMessage:
+    """Parse a round-2 (or, with ``kind=KIND_PAIR``, pair-round) inner plaintext;
+    :class:`MalformedMessageError` on anything unexpected."""
+    salt, body = _unpad(plain, kind, pad_length)
     if not (isinstance(body, list) and all(isinstance(p, list) and len(p) == 2 for p in body)):
         raise MalformedMessageError("a row message body is [[column, value], ...]")
     columns = tuple(p[0] for p in body)

@@ -2,13 +2,14 @@
 
 from sdckit.protocol.parties._analyst import Analyst, count_redacted, rows_to_frame
 from sdckit.protocol.parties._common import Tally
-from sdckit.protocol.parties._curator import Curator, marginals_from_keys
+from sdckit.protocol.parties._curator import Curator, PairCurator, marginals_from_keys
 from sdckit.protocol.parties._shuffler import Shuffler, secure_permutation
 from sdckit.protocol.parties._user import User
 
 __all__ = [
     "Analyst",
     "Curator",
+    "PairCurator",
     "Shuffler",
     "Tally",
     "User",

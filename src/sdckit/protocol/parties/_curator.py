@@ -10,8 +10,17 @@ from typing import Any
 from sdckit.errors import MalformedMessageError
 from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
 from sdckit.protocol._planning import PlanMethod, decide_plan
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan
-from sdckit.protocol._wire import FeatureMessage, decode_value, unpack_feature
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
+from sdckit.protocol._wire import (
+    KIND_PAIR,
+    REDACTED,
+    FeatureMessage,
+    RowMessage,
+    decode_value,
+    encode_value,
+    unpack_feature,
+    unpack_row,
+)
 from sdckit.protocol.parties._common import Receiver
 
 
@@ -78,6 +87,50 @@ class Curator(Receiver[FeatureMessage]):
             n_release=n_release,
             local_suppression=local_suppression,
         )
+
+
+class PairCurator(Receiver[RowMessage]):
+    """Counts the pair tables of the middle round: one message per user and query, shuffled.
+
+    The curator sees a pair of values, never a row: the messages of one user's queries arrive
+    separately, mixed with every other user's. A message for a pair that was not asked, or with a
+    value the query lists as rare sent in clear, is rejected (counted in ``tally``), so the curator
+    never holds a table it did not publish.
+
+    Attributes
+    ----------
+    tables : ``{(column a, column b): Counter({(key a, key b): users})}``, keys canonical
+        (:func:`encode_value`; the redaction marker's key for a redacted value).
+    """
+
+    def __init__(self, private_key: PrivateKey, spec: CollectionSpec, queries: PairQueries) -> None:
+        super().__init__()
+        self.private_key = private_key
+        self.spec = spec
+        self.queries = queries
+        self._redact: dict[tuple[str, ...], dict[str, frozenset[str]]] = {
+            q.columns: {c: frozenset(v) for c, v in q.redact.items()} for q in queries.queries
+        }
+        self.tables: dict[tuple[str, ...], Counter[tuple[str, ...]]] = {
+            q.columns: Counter() for q in queries.queries
+        }
+        self._info = info_label(spec.id, PAIR_ROUND, "curator")
+
+    def open(self, inner: bytes) -> RowMessage:
+        """Decrypt and parse one pair-round message; :class:`MalformedMessageError` if it does not
+        open, is not padded to the round's length, names a pair that was not asked, or sends a
+        value the query redacts."""
+        msg = unpack_row(open_sealed(self.private_key, inner, self._info), self.queries.pad, kind=KIND_PAIR)
+        rare = self._redact.get(msg.columns)
+        if rare is None:
+            raise MalformedMessageError(f"the pair {list(msg.columns)!r} was not asked for")
+        for c, v in zip(msg.columns, msg.values, strict=True):
+            if v is not REDACTED and encode_value(v) in rare.get(c, ()):
+                raise MalformedMessageError(f"a value of {c!r} the query redacts was sent in clear")
+        return msg
+
+    def _keep(self, msg: RowMessage) -> None:
+        self.tables[msg.columns][tuple(encode_value(v) for v in msg.values)] += 1
 
 
 def marginals_from_keys(counts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[Any, int]]:

@@ -10,8 +10,8 @@ import numpy as np
 
 from sdckit.errors import ParameterError
 from sdckit.protocol._crypto import PublicKey, info_label, seal
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan
-from sdckit.protocol._wire import REDACTED, SALT_LENGTH, encode_value, pack_feature, pack_row
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
+from sdckit.protocol._wire import KIND_PAIR, REDACTED, SALT_LENGTH, encode_value, pack_feature, pack_row
 
 
 class User:
@@ -61,6 +61,8 @@ class User:
             (1, "curator"): info_label(spec.id, 1, "curator"),
             (2, "shuffler"): info_label(spec.id, 2, "shuffler"),
             (2, "analyst"): info_label(spec.id, 2, "analyst"),
+            (PAIR_ROUND, "shuffler"): info_label(spec.id, PAIR_ROUND, "shuffler"),
+            (PAIR_ROUND, "curator"): info_label(spec.id, PAIR_ROUND, "curator"),
         }
 
     def round1(self, row: Mapping[str, Any]) -> list[bytes]:
@@ -74,6 +76,26 @@ class User:
             )
             inner = seal(self.curator_key, plain, self._info[(1, "curator")])
             out.append(seal(self.shuffler_key, inner, self._info[(1, "shuffler")]))
+        return out
+
+    def pairs(self, row: Mapping[str, Any], queries: PairQueries) -> list[bytes]:
+        """The pair round: one doubly sealed message per query, in query order, each padded to
+        ``queries.pad`` bytes inside; a value the query lists as rare is sent as :data:`REDACTED`."""
+        if queries.collection != self.spec.id:
+            raise ParameterError(
+                f"the queries are for collection {queries.collection!r}, not {self.spec.id!r}"
+            )
+        out = []
+        for q in queries.queries:
+            values = []
+            for col in q.columns:
+                if col not in row:
+                    raise ParameterError(f"the user's row has no value for the queried column {col!r}")
+                v = row[col]
+                values.append(REDACTED if encode_value(v) in q.redact.get(col, ()) else v)
+            plain = pack_row(q.columns, values, secrets.token_bytes(SALT_LENGTH), queries.pad, kind=KIND_PAIR)
+            inner = seal(self.curator_key, plain, self._info[(PAIR_ROUND, "curator")])
+            out.append(seal(self.shuffler_key, inner, self._info[(PAIR_ROUND, "shuffler")]))
         return out
 
     def round2(

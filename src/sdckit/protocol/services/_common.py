@@ -11,7 +11,7 @@ import logging.handlers
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +31,7 @@ from sdckit.protocol._wire import unpack_batch
 from sdckit.protocol.services._config import ServiceConfig
 
 BATCH_MEDIA = "application/octet-stream"
-ROUNDS = (1, 2)
+ROUNDS = (1, 2, 3)  # singles, release, pairs (the optional middle round)
 DETAIL_CHARS = 500
 MAX_HEAD_BYTES = 16 * 1024
 """Largest request line plus headers (bytes); a longer head gets 400 and the connection closes."""
@@ -116,7 +116,9 @@ async def read_body(request: Request, limit: int, events: EventCounter | None = 
 
 def check_round(round_: int) -> int:
     if round_ not in ROUNDS:
-        raise HTTPException(404, f"round {round_} does not exist; rounds are 1 and 2")
+        raise HTTPException(
+            404, f"round {round_} does not exist; rounds are 1 (singles), 3 (pairs) and 2 (release)"
+        )
     return round_
 
 
@@ -256,6 +258,7 @@ def receive_route(
     expected_round: int,
     role: str,
     events: EventCounter,
+    extra_rounds: Mapping[int, Callable[[str], Any]] | None = None,
 ) -> None:
     """The relay endpoint where the shuffler delivers the batches of ``expected_round`` to ``role``."""
     relay = Depends(bearer(cfg.relay_token, "relay"))
@@ -267,9 +270,12 @@ def receive_route(
         description=f"A shuffled batch of round-{expected_round} messages from the shuffler; idempotent (salts).",
     )
     async def receive(collection: str, round_: int, request: Request) -> dict[str, int]:
-        p = party(collection)
-        if round_ != expected_round:
-            raise HTTPException(404, f"the {role} receives round {expected_round} only")
+        if extra_rounds and round_ in extra_rounds:
+            p = extra_rounds[round_](collection)
+        else:
+            p = party(collection)
+            if round_ != expected_round:
+                raise HTTPException(404, f"the {role} receives round {expected_round} only")
         body = await read_body(request, cfg.max_body_bytes, events)
         batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
         return await run_in_threadpool(_open_and_record, p, store, collection, batch)

@@ -1,4 +1,5 @@
-"""The curator service: counts round-1 marginals and decides the plan. Devices never reach it: the
+"""The curator service: counts round-1 marginals (and, in the optional pair round, the pair tables
+it asked for) and decides the plan. Devices never reach it: the
 shuffler relays its signed spec, plan and key (``/internal/...``, relay token)."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from typing import Any
 from fastapi import Body, Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from sdckit.protocol._planning import decide_plan
+from sdckit.protocol._planning import choose_pairs, decide_plan
 from sdckit.protocol._signing import sign_document
-from sdckit.protocol._spec import CollectionSpec
-from sdckit.protocol.parties import Curator
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
+from sdckit.protocol.parties import Curator, PairCurator
 from sdckit.protocol.services._common import (
     bearer,
     check_id,
@@ -50,12 +51,29 @@ class PlanRequest(BaseModel):
     )
 
 
+class PairsRequest(BaseModel):
+    """Parameters of the pair queries (issue 17's middle round)."""
+
+    k: int = Field(5, ge=1, le=_MAX_K, description="group size: values held by fewer users are redacted")
+    budget: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="share of users (0..1) the received pair tables may expose (union bound)",
+    )
+
+
 def curator_app(cfg: ServiceConfig) -> FastAPI:
     """The curator service: counts round-1 marginals and publishes the plan (signed)."""
     key, signing, store, log, events = role_parts(cfg, CuratorStore)
     parties: dict[str, Curator] = {}
+    pair_parties: dict[str, PairCurator] = {}
     for cid, (spec, _) in store.collections().items():
         parties[cid] = Curator(key, CollectionSpec.from_dict(spec))
+        doc = store.pair_queries(cid)
+        if doc is not None:
+            pair_parties[cid] = PairCurator(key, parties[cid].spec, PairQueries.from_dict(doc))
 
     app = receiver_app(cfg, key, signing, store, log, "curator")
     admin = Depends(bearer(cfg.admin_token, "admin"))
@@ -84,7 +102,69 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         """The collection's specification, signed (the shuffler relays it)."""
         return sign_document(signing, "spec", "curator", party(collection).spec.to_dict())
 
-    receive_route(app, store, cfg, party, expected_round=1, role="curator", events=events)
+    def round1_counts(c: Curator) -> dict[str, dict[str, int]]:
+        """The round-1 counts of the collection's features (409 while none is counted)."""
+        counts = store.counts(c.spec.id)
+        if not any(f in counts for f in c.spec.features):
+            raise HTTPException(409, "no round-1 message counted yet")
+        return {f: counts[f] for f in c.spec.features if f in counts}
+
+    pair_party = party_lookup(
+        pair_parties, " with pair queries (POST /admin/v1/collections/{id}/pairs first)"
+    )
+    receive_route(
+        app,
+        store,
+        cfg,
+        party,
+        expected_round=1,
+        role="curator",
+        events=events,
+        extra_rounds={PAIR_ROUND: pair_party},
+    )
+
+    @app.post("/admin/v1/collections/{collection}/pairs", dependencies=[admin], tags=["admin"])
+    def ask_pairs(collection: str, req: PairsRequest) -> dict[str, Any]:
+        """Choose the pair queries from the round-1 counts (:func:`sdckit.protocol.choose_pairs`)
+        and publish them (once: the same request again returns them, another one is refused)."""
+        c = party(collection)
+        with creating:
+            old = store.pair_queries(collection)
+            if old is not None:
+                if (old["k"], old["budget"]) != (req.k, req.budget):
+                    raise HTTPException(409, f"pair queries of {collection!r} are already published")
+                return old
+            queries = choose_pairs(
+                round1_counts(c),
+                collection=collection,
+                k=req.k,
+                budget=req.budget,
+            )
+            store.set_pair_queries(collection, queries.to_dict())
+            pair_parties[collection] = PairCurator(key, c.spec, queries)
+        log.info("pair queries for %r: %d pair(s)", collection, len(queries.queries))
+        return queries.to_dict()
+
+    @app.get("/internal/v1/collections/{collection}/pairs", dependencies=[relay], tags=["relay"])
+    def get_pairs(collection: str) -> dict[str, Any]:
+        """The published pair queries, signed (404 until asked)."""
+        party(collection)
+        doc = store.pair_queries(collection)
+        if doc is None:
+            raise HTTPException(404, f"no pair queries for {collection!r}")
+        return sign_document(signing, "pairs", "curator", doc)
+
+    @app.get("/admin/v1/collections/{collection}/pairs/tables", dependencies=[admin], tags=["admin"])
+    def pair_tables(collection: str) -> dict[str, Any]:
+        """The pair tables counted so far: ``[{"columns": [a, b], "cells": [[key a, key b, users]]}]``."""
+        party(collection)
+        return {
+            "collection": collection,
+            "tables": [
+                {"columns": list(cols), "cells": [[*cell, n] for cell, n in t.items()]}
+                for cols, t in store.pair_tables(collection).items()
+            ],
+        }
 
     @app.get("/admin/v1/collections/{collection}/marginals", dependencies=[admin], tags=["admin"])
     def marginals(collection: str) -> dict[str, Any]:
@@ -97,12 +177,10 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         """Decide and publish the plan from the marginals counted so far. A feature whose counts do
         not add up to the users is left out (a stray message does not block the plan)."""
         c = party(collection)
-        counts = store.counts(collection)
+        counts = round1_counts(c)
         missing = [f for f in c.spec.features if f not in counts]
-        if len(missing) == len(c.spec.features):
-            raise HTTPException(409, "no round-1 message counted yet")
         plan = decide_plan(
-            {f: counts[f] for f in c.spec.features if f in counts},
+            counts,
             collection=collection,
             k=req.k,
             budget=req.budget,
@@ -112,6 +190,8 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             n_release=req.n_release,
             local_suppression=req.local_suppression,
             n_users=req.n_users,
+            pair_tables=store.pair_tables(collection) if collection in pair_parties else None,
+            pair_queries=pair_parties[collection].queries if collection in pair_parties else None,
         )
         if missing:
             plan = replace(plan, excluded={**dict.fromkeys(missing, "no round-1 message"), **plan.excluded})

@@ -27,13 +27,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from sdckit.errors import MalformedMessageError
+from sdckit.errors import MalformedMessageError, SdcError
 from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
-from sdckit.protocol._spec import CollectionSpec
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
@@ -66,14 +66,24 @@ class Registered:
     policy: Literal["tokens", "open"]
     expires: float
     issuer: Issuer | None
+    pairs: PairQueries | None = None
+    """The curator's pair queries (signed, checked), fetched at the first pair-round submission."""
 
     def per_user(self, round_: int) -> int:
-        """Messages of one complete submission: one per feature in round 1, one in round 2."""
+        """Messages of one complete submission: one per feature in round 1, one per pair query in
+        the pair round, one in round 2."""
+        if round_ == PAIR_ROUND:
+            return len(self.pairs.queries) if self.pairs is not None else 1
         return len(self.spec.features) if round_ == 1 else 1
 
+    def inner_pad(self, round_: int) -> int:
+        """Length of the round's inner plaintexts."""
+        if round_ == PAIR_ROUND:
+            return self.pairs.pad if self.pairs is not None else self.spec.round1_pad
+        return self.spec.round1_pad if round_ == 1 else self.spec.round2_pad
+
     def outer_length(self, round_: int) -> int:
-        pad = self.spec.round1_pad if round_ == 1 else self.spec.round2_pad
-        return sealed_length(self.spec.suite, sealed_length(self.spec.suite, pad))
+        return sealed_length(self.spec.suite, sealed_length(self.spec.suite, self.inner_pad(round_)))
 
 
 class _RefusedError(Exception):
@@ -155,6 +165,8 @@ class _Forwarder:
             reg = self.registry.get(collection)
             if reg is None or self._retry_at.get(pair, 0.0) > now:
                 continue
+            if round_ == PAIR_ROUND and reg.pairs is None:
+                continue  # after a restart: held until a submission fetches the queries again
             reserve = self.cfg.min_batch_users * reg.per_user(round_)
             if flushed:
                 if pooled >= reserve:
@@ -197,13 +209,13 @@ class _Forwarder:
         return moved
 
     def _chunk_messages(self, reg: Registered, round_: int) -> int:
-        inner = sealed_length(reg.spec.suite, reg.spec.round1_pad if round_ == 1 else reg.spec.round2_pad)
+        inner = sealed_length(reg.spec.suite, reg.inner_pad(round_))
         by_bytes = (self.cfg.forward_max_bytes - _BATCH_LENGTH_HEAD) // (4 + inner)
         return max(1, min(self.cfg.forward_chunk, by_bytes))
 
     def _forward(self, http: httpx.Client, reg: Registered, collection: str, round_: int, n: int) -> int:
         pool = secure_permutation(self.store.take(collection, round_, n))
-        hop = self.cfg.curator_url if round_ == 1 else self.cfg.analyst_url
+        hop = self.cfg.analyst_url if round_ == 2 else self.cfg.curator_url  # singles and pairs: curator
         url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
         size = self._chunk_messages(reg, round_)
         moved = 0
@@ -242,7 +254,7 @@ class InviteRequest(BaseModel):
 
 class EnrolUser(BaseModel):
     invite: str = Field(..., min_length=8, max_length=200)
-    blinded: list[str] = Field(..., min_length=1, max_length=2)
+    blinded: list[str] = Field(..., min_length=1, max_length=3)  # one per round (pairs: 3)
 
 
 class EnrolRequest(BaseModel):
@@ -403,6 +415,28 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         collection_of(collection)
         return fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
 
+    @app.get("/v1/collections/{collection}/pairs", tags=["public"])
+    def get_pairs(collection: str) -> dict[str, Any]:
+        """The curator's pair queries of the middle round, signed by the curator (404 until asked;
+        relayed)."""
+        collection_of(collection)
+        return fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 1.0)
+
+    def pair_queries(reg: Registered, collection: str) -> None:
+        """Fetch and check the pair queries once (they are fixed once published)."""
+        if reg.pairs is not None:
+            return
+        doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
+        try:
+            queries = PairQueries.from_dict(
+                verify_document(doc, owners["curator"], kind="pairs", signer="curator")
+            )
+        except (MalformedMessageError, SdcError) as err:
+            raise HTTPException(502, f"the curator's pair queries are not valid: {err}") from None
+        if queries.collection != collection or not queries.queries:
+            raise HTTPException(409, f"collection {collection!r} has no pair round (no pair asked)")
+        reg.pairs = queries
+
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
     def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
         """Spend one invite per user (all or none) and blind-evaluate its token inputs (one per
@@ -442,6 +476,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         stored durably and the credentials spent; a retry of the same body is answered 202 again."""
         reg = collection_of(collection)
         check_round(round_)
+        if round_ == PAIR_ROUND and reg.pairs is None:
+            await run_in_threadpool(pair_queries, reg, collection)
         body = await read_body(request, cfg.max_body_bytes, events)
         h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
         with recent_lock:

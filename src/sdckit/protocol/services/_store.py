@@ -399,12 +399,19 @@ class CuratorStore(_ReceiverStore):
         *_RECEIVER_SCHEMA,
         "CREATE TABLE IF NOT EXISTS counts (collection TEXT NOT NULL, feature TEXT NOT NULL,"
         " value_key TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (collection, feature, value_key)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS pair_counts (collection TEXT NOT NULL, columns TEXT NOT NULL,"
+        " cell TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (collection, columns, cell)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS pair_queries (collection TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID",
     )
 
-    def record(self, collection: str, messages: Iterable[FeatureMessage], rejected: int) -> Tally:
-        """Count the messages whose salt is new, in one transaction; returns the batch's tally."""
+    def record(
+        self, collection: str, messages: Iterable[FeatureMessage | RowMessage], rejected: int
+    ) -> Tally:
+        """Count the messages whose salt is new, in one transaction; returns the batch's tally.
+        A :class:`RowMessage` (pair round) counts one cell of its pair's table."""
         msgs = list(messages)
         counts: Counter[tuple[str, str]] = Counter()
+        cells: Counter[tuple[str, str]] = Counter()
         new: list[tuple[str, bytes]] = []
         with self.tx() as cur:
             seen = self._known_salts(cur, collection, [m.salt for m in msgs])
@@ -413,12 +420,20 @@ class CuratorStore(_ReceiverStore):
                     continue
                 seen.add(m.salt)
                 new.append((collection, m.salt))
-                counts[(m.feature, m.value_key)] += 1
+                if isinstance(m, RowMessage):
+                    cells[(_json_list(m.columns), _json_list([encode_value(v) for v in m.values]))] += 1
+                else:
+                    counts[(m.feature, m.value_key)] += 1
             cur.executemany("INSERT INTO salts (collection, salt) VALUES (?, ?)", new)
             cur.executemany(
                 "INSERT INTO counts (collection, feature, value_key, n) VALUES (?, ?, ?, ?)"
                 " ON CONFLICT DO UPDATE SET n = n + excluded.n",
                 [(collection, f, v, n) for (f, v), n in counts.items()],
+            )
+            cur.executemany(
+                "INSERT INTO pair_counts (collection, columns, cell, n) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT DO UPDATE SET n = n + excluded.n",
+                [(collection, c, v, n) for (c, v), n in cells.items()],
             )
             t = Tally(len(new), len(msgs) - len(new), rejected)
             self._bump(cur, collection, t)
@@ -433,6 +448,34 @@ class CuratorStore(_ReceiverStore):
         for f, key, n in rows:
             out.setdefault(f, {})[key] = int(n)
         return out
+
+    def pair_tables(self, collection: str) -> dict[tuple[str, ...], dict[tuple[str, ...], int]]:
+        """``{(column a, column b): {(key a, key b): users}}`` counted in the pair round."""
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT columns, cell, n FROM pair_counts WHERE collection = ?", (collection,)
+            ).fetchall()
+        out: dict[tuple[str, ...], dict[tuple[str, ...], int]] = {}
+        for cols, cell, n in rows:
+            out.setdefault(tuple(json.loads(cols)), {})[tuple(json.loads(cell))] = int(n)
+        return out
+
+    def set_pair_queries(self, collection: str, doc: dict[str, Any]) -> None:
+        with self.tx() as cur:
+            cur.execute(
+                "INSERT INTO pair_queries (collection, doc) VALUES (?, ?)", (collection, json.dumps(doc))
+            )
+
+    def pair_queries(self, collection: str) -> dict[str, Any] | None:
+        with self._lock:
+            row = self._con.execute(
+                "SELECT doc FROM pair_queries WHERE collection = ?", (collection,)
+            ).fetchone()
+        return json.loads(row[0]) if row else None
+
+
+def _json_list(items: Iterable[str]) -> str:
+    return json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
 
 
 class AnalystStore(_ReceiverStore):
