@@ -201,34 +201,21 @@ def spectral_section(
     title = f"c = p/n = {_round_c(m.c)}, k = {fit.k}, s = {m.s:.3g}, b = {fit.floor:.3g}"
     ts = np.linspace(0, 1.25 * max(tstar, d.t), 200)
     share_t = [100 * float(m.separation(t + fit.floor)) / u0 for t in ts]
-    fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
-    ax.plot(ts, share_t, color="#1f5fa8", lw=1.8, label="gap kept, U(b + t) / U(b)")
-    ax.axvline(tstar, color="#d9731a", ls="--", lw=1, label=f"gap closes at t* = {tstar:.3g}")
-    ax.plot([d.t], [100 * keeps], "o", color="black",
-            label=f"budget {budget_nats:g} nats: t = {d.t:.3g}, keeps {100 * keeps:.0f} %")
-    ax.set_xlabel("added noise variance t (z units)")
-    ax.set_ylabel("share of the gap kept")
-    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:.0f} %")
-    ax.set_ylim(0, 105)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig = _gap_share_plot(
+        ts, share_t, "gap kept, U(b + t) / U(b)", (tstar, f"gap closes at t* = {tstar:.3g}"),
+        (d.t, 100 * keeps, f"budget {budget_nats:g} nats: t = {d.t:.3g}, keeps {100 * keeps:.0f} %"),
+        "added noise variance t (z units)", title,
+    )
     section.add(figure(fig, caption="Share of the eigenvalue gap kept against the added noise t (spiked model "
                                     "with the fitted floor b)."))
     eps_grid = np.linspace(0.02, max(2.0 * budget_nats, 1.5 * eps_star, 0.5), 60)
     share_eps = [100 * design_noise(m, p, max_leakage=float(e), floor=fit.floor).utility_share for e in eps_grid]
-    fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
-    ax.plot(eps_grid, share_eps, color="#1f5fa8", lw=1.8, label="gap kept at the least noise meeting the budget")
-    ax.axvline(eps_star, color="#d9731a", ls="--", lw=1, label=f"leakage at t*: {eps_star:.3g} nats")
-    ax.plot([d.information_leakage_nats], [100 * keeps], "o", color="black",
-            label=f"budget {budget_nats:g} nats: keeps {100 * keeps:.0f} %")
-    ax.set_xlabel("leakage budget (nats per respondent)")
-    ax.set_ylabel("share of the gap kept")
-    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:.0f} %")
-    ax.set_ylim(0, 105)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig = _gap_share_plot(
+        eps_grid, share_eps, "gap kept at the least noise meeting the budget",
+        (eps_star, f"leakage at t*: {eps_star:.3g} nats"),
+        (d.information_leakage_nats, 100 * keeps, f"budget {budget_nats:g} nats: keeps {100 * keeps:.0f} %"),
+        "leakage budget (nats per respondent)", title,
+    )
     section.add(figure(fig, caption="Privacy against utility: the share of the gap kept under each leakage "
                                     "budget (same model and floor as the plot above; the dot is the same design)."))
     plt.close("all")
@@ -272,3 +259,23 @@ def _bound_line(lam: NDArray[np.float64], t: float, z: NDArray[np.float64], nois
         f" A k-nearest-neighbour estimate from the seeded draw in the table above: {est.estimate:.4g} nats "
         f"(standard error {est.std_error:.2g}), an estimate, not a bound."
     )
+
+
+def _gap_share_plot(
+    x: Any, share: Any, label: str, line: tuple[float, str], dot: tuple[float, float, str], xlabel: str, title: str
+) -> Any:
+    """One of the two 'share of the gap kept' plots: the curve, the dashed t* line, the design's dot."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")
+    ax.plot(x, share, color="#1f5fa8", lw=1.8, label=label)
+    ax.axvline(line[0], color="#d9731a", ls="--", lw=1, label=line[1])
+    ax.plot([dot[0]], [dot[1]], "o", color="black", label=dot[2])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share of the gap kept")
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:.0f} %")
+    ax.set_ylim(0, 105)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
