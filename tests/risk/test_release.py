@@ -134,3 +134,23 @@ def test_bad_arguments() -> None:
         measure_release(pl.DataFrame({"a": [1]}), quasi_identifiers=["a"], k=0, budget=0.1)
     with pytest.raises(InputError, match="budget"):
         measure_release(pl.DataFrame({"a": [1]}), quasi_identifiers=["a"], k=2, budget=2.0)
+
+
+def test_missing_cells_also_reported_as_a_value_of_their_own() -> None:
+    # rows 0-3 share (a, x); row 4 has a suppressed cell: as a wildcard it joins them (group of 5),
+    # as a value of its own it is alone.
+    release = pl.DataFrame({"q1": ["a", "a", "a", "a", None, "b"], "q2": ["x", "x", "x", "x", "x", "y"]})
+    m = measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.5)
+    assert m.n_missing_cells == 1
+    assert m.exposure_at_k == pytest.approx(1 / 6)  # only the lone ("b", "y") row is below 2
+    strict = {}
+    for row in release.iter_rows():
+        strict[row] = strict.get(row, 0) + 1
+    expected = sum(strict[row] < 2 for row in release.iter_rows()) / release.height
+    assert m.exposure_missing_as_value == pytest.approx(expected)  # 2/6: the null row is alone
+    assert m.to_dict()["exposure_missing_as_value"] == pytest.approx(2 / 6)
+    from sdckit.report._release_check import verdict
+
+    assert "read as a value of its own, 33.3" in verdict(m, allow_over_budget=False)
+    full = pl.DataFrame({"q1": ["a", "a"], "q2": ["x", "x"]})
+    assert measure_release(full, quasi_identifiers=["q1", "q2"], k=2, budget=0.0).exposure_missing_as_value is None

@@ -40,18 +40,30 @@ def _l_text(measure: ReleaseMeasure) -> str:
     return "; ".join(parts)
 
 
+def _missing_note(release: ReleaseMeasure) -> str:
+    """How the missing cells were counted, and what the figure is if one reads them as a value."""
+    strict = getattr(release, "exposure_missing_as_value", None)
+    if not release.n_missing_cells or strict is None:
+        return ""
+    return (
+        f" Each of the {release.n_missing_cells:,} missing quasi-identifier cells is counted as matching any "
+        f"value (sdcMicro's rule for suppressed cells); read as a value of its own, {_pct(strict)} of users "
+        f"would be in groups smaller than k."
+    )
+
+
 def verdict(release: ReleaseMeasure, allow_over_budget: bool) -> str:
-    """One sentence: safe or not, with the release's own figure."""
+    """One sentence: safe or not, with the release's own figure (and how missing cells counted)."""
     if release.within_budget:
         return (
             f"Within budget: in the release as written, {_pct(release.exposure_at_k)} of users are in groups smaller "
             f"than k = {release.k} on the quasi-identifiers (budget {_pct(release.budget)}); k-anonymity "
-            f"{release.k_anonymity:,}, {release.n_unique:,} unique users."
+            f"{release.k_anonymity:,}, {release.n_unique:,} unique users." + _missing_note(release)
         )
     head = (
         f"NOT SAFE TO RELEASE: in the release, {_pct(release.exposure_at_k)} of users are in groups smaller than "
         f"k = {release.k} (budget {_pct(release.budget)}); {release.n_unique:,} users are unique."
-    )
+    ) + _missing_note(release)
     if allow_over_budget:
         return head + " The data file was written anyway because the pipeline sets allow_over_budget: true."
     return head + " No data file was written."

@@ -65,6 +65,10 @@ class ReleaseMeasure:
     """How a missing (suppressed) cell is counted: ``wildcard`` (it matches any value)."""
     n_missing_cells: int = 0
     """Missing cells among the released quasi-identifiers (suppressed, or missing in the input)."""
+    exposure_missing_as_value: float | None = None
+    """The exposure at k when a missing cell counts as a value of its own (what an attacker who reads
+    "suppressed" as a category sees); None when no quasi-identifier cell is missing (then it equals
+    ``exposure_at_k``). Reported beside the headline, never instead of it."""
     l_diversity: dict[str, Any] | None = None
     """Per sensitive column, l-diversity within the quasi-identifier groups (``l`` = distinct l, ``entropy_l``,
     ``recursive_l``, ``not_2_diverse`` = share of users in groups with a single sensitive value); None
@@ -98,6 +102,7 @@ class ReleaseMeasure:
             "n_groups": self.n_groups,
             "missing_semantics": self.missing_semantics,
             "n_missing_cells": self.n_missing_cells,
+            "exposure_missing_as_value": self.exposure_missing_as_value,
             "within_budget": self.within_budget,
             "l_diversity": self.l_diversity,
             "l_diversity_note": self.l_diversity_note,
@@ -115,6 +120,13 @@ def _group_sizes(frame: pl.DataFrame, qis: Sequence[str]) -> np.ndarray:
         frame.schema[c].is_float() and frame[c].is_nan().any() for c in qis
     ):
         return np.asarray(wildcard_group_sizes(frame.select(qis), list(qis)), dtype=np.int64)
+    return np.asarray(frame.select(pl.len().over(list(qis)).alias("__g"))["__g"].to_numpy(), dtype=np.int64)
+
+
+def _strict_group_sizes(frame: pl.DataFrame, qis: Sequence[str]) -> np.ndarray:
+    """Per-row group size on ``qis`` with a missing cell as a value of its own (polars groups nulls together)."""
+    if not qis:
+        return np.full(frame.height, frame.height, dtype=np.int64)
     return np.asarray(frame.select(pl.len().over(list(qis)).alias("__g"))["__g"].to_numpy(), dtype=np.int64)
 
 
@@ -233,6 +245,7 @@ def measure_release(
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
     qis = tuple(c for c in quasi_identifiers if c in release.columns)
     sizes = _group_sizes(release, qis)
+    n_missing = int(sum(release[c].null_count() for c in qis))
     exposure = _exposure(sizes, k)
     without: dict[str, float] = {}
     if len(qis) > 1 and exposure > budget:
@@ -255,7 +268,8 @@ def measure_release(
         n_unique=int(np.sum(sizes == 1)),
         n_groups=int(n_groups),
         missing_semantics="wildcard",
-        n_missing_cells=int(sum(release[c].null_count() for c in qis)),
+        n_missing_cells=n_missing,
+        exposure_missing_as_value=_exposure(_strict_group_sizes(release, qis), k) if n_missing else None,
         l_diversity=l_div,
         l_diversity_note=l_note,
         interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
