@@ -43,6 +43,8 @@ def _times(a: float, b: float) -> str:
     if b <= 0:
         return "from 0" if a > 0 else "unchanged"
     r = a / b
+    if r >= 10:
+        return f"{r:,.0f}× as large"
     return f"{r:.2g}× as large" if r >= 1.05 else ("unchanged" if r > 0.95 else f"{r:.2g}× (smaller)")
 
 
