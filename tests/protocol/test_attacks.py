@@ -8,6 +8,7 @@ low-severity findings (client retries, slow heads, aborted uploads). Every reque
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 import socket
@@ -43,6 +44,14 @@ from .conftest import wait_until as _wait
 pytestmark = pytest.mark.services
 
 MIN_BATCH = 5
+
+
+def b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +148,42 @@ def test_1_fake_users_leave_the_plan_to_the_real_users(
     assert r.json()["n_round1"] == len(rows)
     for c in clients:
         c.close()
+
+
+def test_1b_one_invite_cannot_buy_several_credentials_for_one_round(
+    dep: LocalDeployment, adult_rows: list[dict[str, Any]]
+) -> None:
+    """The shuffler cannot see inside a blinded input, so an attacker blinds three round-1 token
+    inputs with one invite. Each position is evaluated with its own round's key: only the input at
+    round 1's position gives a round-1 credential; the other two verify for no round."""
+    from voprf import ristretto
+
+    from sdckit.protocol._enrol import token_input
+
+    cid = "sybil-rounds"
+    dep.create(CollectionSpec(id=cid, features=FEATURES), enrolment="tokens")
+    (invite,) = dep.invites(cid, 1)
+    nonces = [secrets.token_bytes(32) for _ in range(3)]
+    blinds = [ristretto.Client.blind(token_input(cid, 1, n)) for n in nonces]  # all for round 1
+    body = {"users": [{"invite": invite, "blinded": [b64(b.serialize()) for _, b in blinds]}]}
+    r = httpx.post(f"{dep.urls['shuffler']}/v1/collections/{cid}/enrol", json=body)
+    assert r.status_code == 200, r.text
+    answer = r.json()
+    creds = []
+    for pos, ((client, _), nonce) in enumerate(zip(blinds, nonces, strict=True)):
+        rnd = str(pos + 1 if pos < 2 else 3)
+        out = ristretto.VerifiableBatchOutput.deserialize(unb64(answer["evaluated"][rnd]))
+        key = ristretto.PublicKey.deserialize(unb64(answer["issuer_keys"][rnd]))
+        (output,) = ristretto.Client.finalize_batch([client], out, key)  # each proof verifies
+        creds.append(Credential(1, nonce, bytes(output)))
+    user = dep.client(cid).user()
+    url = _submit_url(dep, cid, 1)
+    statuses = [
+        httpx.post(url, content=pack_batch(user.round1(row)), headers=credential_header([c])).status_code
+        for c, row in zip(creds, adult_rows[:3], strict=True)
+    ]
+    assert statuses == [202, 403, 403]
+    assert _stats(dep, cid, 1)["users"] == 1
 
 
 def test_2_no_small_batch_and_no_device_reaches_curator_or_analyst(

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 from voprf import ristretto
 
 from sdckit.errors import ConfigError, MalformedMessageError
-from sdckit.protocol._enrol import Credential, Enrolment, Issuer
+from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment, Issuer
 from sdckit.protocol._keyfile import generate_key_file, read_signing_key
 from sdckit.protocol._planning import consistent_counts
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text, verify_key_to_text
+from sdckit.protocol._spec import PAIR_ROUND
 from sdckit.protocol.services._config import token_bits
 
 
@@ -36,13 +37,15 @@ def test_the_voprf_library_matches_rfc_9497_test_vector() -> None:
 def test_credentials_are_bound_to_collection_round_and_key() -> None:
     seed = secrets.token_bytes(32)
     issuer = Issuer(seed, "c")
+    assert ENROL_ROUNDS == (1, 2, PAIR_ROUND)
+    assert len(set(issuer.public_keys.values())) == 3  # a key per round
     pending = Enrolment("c", users=3)
-    creds = pending.finish(issuer.evaluate([b for u in pending.blinded for b in u]), issuer.public_key)
+    creds = pending.finish(issuer.evaluate(pending.blinded), issuer.public_keys)
     assert len(creds) == 3
-    assert len({c[1].nonce for c in creds} | {c[2].nonce for c in creds}) == 6
+    assert len({c[r].nonce for c in creds for r in ENROL_ROUNDS}) == 9
     for c in creds:
-        assert issuer.verify(c[1])
-        assert issuer.verify(c[2])
+        for r in ENROL_ROUNDS:
+            assert issuer.verify(c[r])
         assert not issuer.verify(Credential(2, c[1].nonce, c[1].output))  # another round
         assert not Issuer(seed, "d").verify(c[1])  # another collection
         assert not Issuer(secrets.token_bytes(32), "c").verify(c[1])  # another key
@@ -54,11 +57,38 @@ def test_credentials_are_bound_to_collection_round_and_key() -> None:
     other = Issuer(secrets.token_bytes(32), "c")
     pending = Enrolment("c")
     with pytest.raises(MalformedMessageError, match="issuer key"):
-        pending.finish(other.evaluate(pending.blinded[0]), issuer.public_key)
+        pending.finish(other.evaluate(pending.blinded), issuer.public_keys)
+    # a device enrols for a prefix of the rounds (the order of the keys)
+    two = Enrolment("c", ENROL_ROUNDS[:2])
+    (got,) = two.finish(issuer.evaluate(two.blinded), issuer.public_keys)
+    assert set(got) == {1, 2}
+    with pytest.raises(ValueError, match="prefix"):
+        Enrolment("c", (1, PAIR_ROUND))
     with pytest.raises(MalformedMessageError):
         Credential.from_text("no-dot", 1)
     with pytest.raises(MalformedMessageError):
-        issuer.evaluate(["not base64 !!"])
+        issuer.evaluate([["not base64 !!"]])
+    with pytest.raises(MalformedMessageError, match="per user"):
+        issuer.evaluate([pending.blinded[0] * 2])  # more inputs than rounds
+
+
+def test_an_input_blinded_for_another_round_than_its_position_verifies_for_none() -> None:
+    """One key per round position: three round-1 inputs under one invite give one credential."""
+    from voprf import ristretto
+
+    from sdckit.protocol._enrol import _b64, _unb64, token_input
+
+    issuer = Issuer(secrets.token_bytes(32), "c")
+    nonces = [secrets.token_bytes(32) for _ in ENROL_ROUNDS]
+    blinds = [ristretto.Client.blind(token_input("c", 1, n)) for n in nonces]
+    answer = issuer.evaluate([[_b64(b.serialize()) for _, b in blinds]])
+    valid = []
+    for (client, _), n, r in zip(blinds, nonces, ENROL_ROUNDS, strict=True):
+        out = ristretto.VerifiableBatchOutput.deserialize(_unb64(answer[str(r)], "x"))
+        key = ristretto.PublicKey.deserialize(_unb64(issuer.public_keys[str(r)], "x"))
+        (o,) = ristretto.Client.finalize_batch([client], out, key)
+        valid.append([rr for rr in ENROL_ROUNDS if issuer.verify(Credential(rr, n, bytes(o)))])
+    assert valid == [[1], [], []]
 
 
 def test_signed_documents_catch_any_change() -> None:

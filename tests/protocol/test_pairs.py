@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sdckit.cli import app
-from sdckit.errors import MalformedMessageError
+from sdckit.errors import MalformedMessageError, ProtocolError
 from sdckit.protocol import (
     REDACTED,
     CollectionSpec,
@@ -26,6 +26,7 @@ from sdckit.protocol import (
     encode_value,
 )
 from sdckit.protocol._crypto import info_label, seal
+from sdckit.protocol._enrol import Credential
 from sdckit.protocol._planning import REDACTED_KEY, choose_pairs
 from sdckit.protocol._spec import PAIR_ROUND, PairQueries, PairQuery, PublishedPlan
 from sdckit.protocol._wire import KIND_PAIR, SALT_LENGTH, pack_row
@@ -258,3 +259,79 @@ def test_the_shuffler_admits_the_pair_round_like_the_others(frame: pl.DataFrame,
         for q in queries.queries
     }
     assert counted == want
+
+
+@pytest.mark.services
+def test_enrolled_devices_take_part_in_all_three_rounds_with_the_client(
+    frame: pl.DataFrame, tmp_path: Path
+) -> None:
+    """A device's whole session through :class:`Client`, over the three services with token
+    enrolment: one invite gives a credential per round (singles, pairs, release); the pair round
+    is admitted like the others (a spent or another round's credential is refused); the curator's
+    tables equal an independent count, and the release equals the users' rows."""
+    from tests.protocol.conftest import wait_until
+
+    from sdckit.protocol._client import credential_header, submit_url
+    from sdckit.protocol._wire import pack_batch
+    from sdckit.protocol.services._launch import LocalDeployment
+
+    rows = list(frame.head(100).rows(named=True))
+    spec = CollectionSpec(id="pairs-devices", features=COLUMNS)
+    with LocalDeployment(tmp_path, batch_threshold=10_000, min_batch=5, poll_seconds=0.05) as dep:
+        dep.create(spec, enrolment="tokens")
+        admin = dep.admin()
+        sh, cu, an = dep.urls["shuffler"], dep.urls["curator"], dep.urls["analyst"]
+        tally = f"{cu}/admin/v1/collections/{spec.id}/tally"
+        clients = [dep.client(spec.id, invite=i) for i in dep.invites(spec.id, len(rows))]
+        try:
+            for c, row in zip(clients, rows, strict=True):
+                c.send_round1(row)  # enrols first: credentials of rounds 1, 2 and 3
+                assert set(c.credentials) == {1, 2, PAIR_ROUND}
+            with pytest.raises(ProtocolError, match="no pair queries"):
+                clients[0].send_pairs(rows[0])  # the curator has not asked
+            admin.post(f"{sh}/admin/v1/collections/{spec.id}/rounds/1/flush").raise_for_status()
+            wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * len(COLUMNS))
+            r = admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": K, "budget": BUDGET})
+            assert r.status_code == 200, r.text
+            queries = clients[0].pairs()
+            assert queries is not None
+            assert queries.queries
+            for c, row in zip(clients, rows, strict=True):
+                ack = c.send_pairs(row)
+                assert ack["accepted"] == len(queries.queries)
+            url = submit_url(sh, spec.id, PAIR_ROUND)
+            body = pack_batch(clients[1].user().pairs(rows[1], queries))
+            spent = httpx.post(url, content=body, headers=credential_header([clients[0].credentials[PAIR_ROUND]]))
+            assert spent.status_code == 409  # one submission per credential and round
+            other = Credential(PAIR_ROUND, clients[0].credentials[1].nonce, clients[0].credentials[1].output)
+            assert httpx.post(url, content=body, headers=credential_header([other])).status_code == 403
+            dep.kill("shuffler")  # a restart with the whole round pooled: the flush fetches the queries
+            dep.start("shuffler")
+            admin.post(f"{sh}/admin/v1/collections/{spec.id}/rounds/{PAIR_ROUND}/flush").raise_for_status()
+            n_msgs = len(rows) * (len(COLUMNS) + len(queries.queries))
+            wait_until(lambda: admin.get(tally).json()["accepted"] == n_msgs)
+            got = admin.get(f"{cu}/admin/v1/collections/{spec.id}/pairs/tables").json()["tables"]
+            counted = {tuple(t["columns"]): {tuple(c[:2]): c[2] for c in t["cells"]} for t in got}
+            sub = pl.DataFrame(rows)
+            assert counted == expected_tables(sub, queries)
+            plan = admin.post(f"{cu}/admin/v1/collections/{spec.id}/plan", json={"k": K, "budget": BUDGET})
+            assert plan.status_code == 200, plan.text
+            published = clients[0].plan()
+            assert published is not None
+            assert published.rounds == ("singles", "pairs", "release")
+            assert published.columns
+            admin.put(
+                f"{an}/admin/v1/collections/{spec.id}", json={"spec": spec.to_dict(), "plan": published.to_dict()}
+            ).raise_for_status()
+            for c, row in zip(clients, rows, strict=True):
+                c.send_round2(row)
+            admin.post(f"{sh}/admin/v1/collections/{spec.id}/rounds/2/flush").raise_for_status()
+            release = f"{an}/admin/v1/collections/{spec.id}/release"
+            wait_until(lambda: len(admin.get(release).json()["rows"]) == len(rows))
+            released = Counter(tuple(r) for r in admin.get(release).json()["rows"])
+        finally:
+            for c in clients:
+                c.close()
+            admin.close()
+    want = Counter(tuple(row[c] for c in published.columns) for row in rows)
+    assert released == want

@@ -15,9 +15,9 @@ import httpx
 
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
-from sdckit.protocol._enrol import Credential, Enrolment
+from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
 from sdckit.protocol._signing import verify_document, verify_key_from_text
-from sdckit.protocol._spec import CollectionSpec, PairQueries, PublishedPlan
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
 from sdckit.protocol._wire import pack_batch
 from sdckit.protocol.parties import User
 
@@ -84,6 +84,8 @@ class Client:
         client = Client(shuffler_url=S, collection="adult", curator_verify_key=C, analyst_verify_key=A,
                         invite="...")
         client.send_round1({"age": 39, "sex": "Male", "race": "White"})
+        if client.pairs() is not None:        # the optional pair round, if the curator asks
+            client.send_pairs({"age": 39, "sex": "Male", "race": "White"})
         plan = client.plan()                  # None until the curator decided
         client.send_round2({"age": 39, "sex": "Male", "race": "White"}, plan=plan)
     """
@@ -189,20 +191,26 @@ class Client:
         return None if doc is None else PairQueries.from_dict(doc)
 
     def enrol(self, invite: str | None = None) -> dict[int, Credential]:
-        """Trade a one-time invite for anonymous credentials of rounds 1 and 2 (blind evaluation:
-        the shuffler cannot link a credential to the invite it came from)."""
+        """Trade a one-time invite for anonymous credentials of round 1, round 2 and the pair
+        round (blind evaluation: the shuffler cannot link a credential to the invite it came from).
+        The pair round is decided after round 1, so a device enrols for it in any case."""
         invite = invite or self.invite
         if not invite:
             raise ParameterError(f"collection {self.collection!r} admits enrolled users: give invite=")
         _, terms = self._collection()
-        pending = Enrolment(self.collection)
+        keys = terms.get("issuer_keys")
+        if not isinstance(keys, dict):
+            raise MalformedMessageError(
+                f"the shuffler's enrolment terms for {self.collection!r} carry no issuer keys per round"
+            )
+        pending = Enrolment(self.collection, ENROL_ROUNDS)
         r = self._request(
             "POST",
             f"{self.shuffler_url}/v1/collections/{self.collection}/enrol",
             json={"users": [{"invite": invite, "blinded": pending.blinded[0]}]},
         )
         _raise_for(r, "enrolment")
-        self.credentials = pending.finish(r.json()["evaluated"], str(terms.get("issuer_key")))[0]
+        self.credentials = pending.finish(dict(r.json().get("evaluated") or {}), keys)[0]
         return self.credentials
 
     def user(self) -> User:
@@ -240,6 +248,19 @@ class Client:
     def send_round1(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """Seal and send one message per feature of the collection."""
         return self.submit(1, self.user().round1(row))
+
+    def send_pairs(self, row: Mapping[str, Any], *, queries: PairQueries | None = None) -> dict[str, Any]:
+        """Seal and send the middle round: one message per published pair query, a value the
+        curator redacted sent as the redaction marker (fetches the signed queries when not given).
+        Only in a collection whose curator published pair queries."""
+        queries = queries or self.pairs()
+        if queries is None:
+            raise ProtocolError(
+                f"the curator of {self.collection!r} published no pair queries (no pair round, or not yet)"
+            )
+        if queries.collection != self.collection:
+            raise MalformedMessageError(f"the relayed pair queries are for {queries.collection!r}")
+        return self.submit(PAIR_ROUND, self.user().pairs(row, queries))
 
     def send_round2(self, row: Mapping[str, Any], *, plan: PublishedPlan | None = None) -> dict[str, Any]:
         """Seal and send the one round-2 message (fetches the plan when not given)."""

@@ -2,12 +2,20 @@
 type 1 style, on RFC 9497 ristretto255-SHA512 from the ``voprf`` package; nothing here implements
 a primitive).
 
-* The shuffler holds one VOPRF key per collection (derived from a 32-byte secret seed with
-  ``DeriveKeyPair(seed, "sdckit/enrol/v1|<collection>")``) and publishes its public key, signed.
+* The shuffler holds one VOPRF key per collection **and round** (derived from a 32-byte secret
+  seed with ``DeriveKeyPair(seed, "sdckit/enrol/v2|<collection>|round=<r>")``) and publishes the
+  public keys, signed.
 * A device with a one-time **invite** (minted by the shuffler's admin and handed out by whoever
   decides who is a real participant) picks a random 32-byte nonce per round and sends the
-  **blinded** token inputs ``"sdckit/token/v1|<collection>|round=<r>|" + nonce``; the shuffler spends
-  the invite and answers the blind evaluations with a DLEQ proof for its published key.
+  **blinded** token inputs ``"sdckit/token/v1|<collection>|round=<r>|" + nonce``, in the order of
+  :data:`ENROL_ROUNDS` (round 1, round 2, the pair round); the shuffler spends the invite and
+  evaluates the input at position i with the key of round ``ENROL_ROUNDS[i]``, answering each
+  round's evaluations with a DLEQ proof for that round's published key.
+
+Why a key per round: the shuffler cannot see inside a blinded input, so with one key a device could
+blind three round-1 inputs with one invite and submit round 1 three times. With a key per position,
+an input blinded for another round than its position evaluates to a credential that no round's key
+verifies, so one invite yields at most one valid credential per round.
 * The device unblinds and verifies: its credential for round r is ``(nonce, output)``. The
   shuffler checks one at submission by evaluating the input itself (``Evaluate``), and spends it.
 
@@ -21,6 +29,7 @@ from __future__ import annotations
 import base64
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +38,10 @@ from voprf import ristretto
 from sdckit.errors import MalformedMessageError
 
 NONCE_LENGTH = 32
-_KEY_INFO = b"sdckit/enrol/v1|"
+_KEY_INFO = b"sdckit/enrol/v2|"
+ENROL_ROUNDS: tuple[int, ...] = (1, 2, 3)
+"""The rounds a device enrols for, in the order of its blinded inputs: round 1, round 2 and the
+optional pair round (``sdckit.protocol.PAIR_ROUND``). A device may enrol for a prefix."""
 
 
 def _b64(raw: bytes) -> str:
@@ -86,17 +98,22 @@ class Credential:
 
 
 class Issuer:
-    """The shuffler's side for one collection: evaluate blinded inputs, verify and spend credentials."""
+    """The shuffler's side for one collection: evaluate blinded inputs (one key per round),
+    verify and spend credentials."""
 
     def __init__(self, seed: bytes, collection: str) -> None:
         if len(seed) != 32:
             raise ValueError("the enrolment seed has 32 bytes")
         self.collection = collection
-        self._ev = ristretto.Evaluator.from_seed(seed, _KEY_INFO + collection.encode())
+        self._ev = {
+            r: ristretto.Evaluator.from_seed(seed, _KEY_INFO + f"{collection}|round={r}".encode())
+            for r in ENROL_ROUNDS
+        }
 
     @property
-    def public_key(self) -> str:
-        return _b64(self._ev.public_key.serialize())
+    def public_keys(self) -> dict[str, str]:
+        """``{round: public key}`` (round as text, as in JSON)."""
+        return {str(r): _b64(ev.public_key.serialize()) for r, ev in self._ev.items()}
 
     @staticmethod
     def parse(blinded: list[str]) -> list[Any]:
@@ -111,20 +128,33 @@ class Issuer:
                 raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
             raise
 
-    def evaluate(self, blinded: list[str] | list[Any]) -> str:
-        """Blind-evaluate the inputs of one request (one per user and round) with one batch DLEQ
-        proof (RFC 9497 §2.2.2 batching); ``blinded`` as text or as :meth:`parse` gave them."""
-        items: list[Any] = self.parse(blinded) if blinded and isinstance(blinded[0], str) else list(blinded)
-        try:
-            return _b64(self._ev.evaluate_batch(items).serialize())
-        except BaseException as err:
-            if isinstance(err, ValueError) or _is_panic(err):
-                raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
-            raise
+    def evaluate(self, blinded: list[list[str]] | list[list[Any]]) -> dict[str, str]:
+        """Blind-evaluate one request: ``blinded[u]`` are user u's inputs in the order of
+        :data:`ENROL_ROUNDS` (at most one per round). Position i of every user is evaluated with
+        round ``ENROL_ROUNDS[i]``'s key, with one batch DLEQ proof per round (RFC 9497 §2.2.2
+        batching); returns ``{round: batch answer}`` for the rounds asked."""
+        if any(not 1 <= len(u) <= len(ENROL_ROUNDS) for u in blinded):
+            raise MalformedMessageError(f"give 1 to {len(ENROL_ROUNDS)} blinded inputs per user (one per round)")
+        out: dict[str, str] = {}
+        for pos, r in enumerate(ENROL_ROUNDS):
+            column: list[Any] = [u[pos] for u in blinded if len(u) > pos]
+            if not column:
+                break
+            items: list[Any] = self.parse(column) if isinstance(column[0], str) else column
+            try:
+                out[str(r)] = _b64(self._ev[r].evaluate_batch(items).serialize())
+            except BaseException as err:
+                if isinstance(err, ValueError) or _is_panic(err):
+                    raise MalformedMessageError("a blinded input is not a ristretto255 element") from None
+                raise
+        return out
 
     def verify(self, cred: Credential) -> bool:
-        """Whether ``cred`` was issued by this key for this collection and its round."""
-        expected = self._ev.evaluate_known_input(token_input(self.collection, cred.round_, cred.nonce))
+        """Whether ``cred`` was issued by this collection's key of its round, for that round."""
+        ev = self._ev.get(cred.round_)
+        if ev is None:
+            return False
+        expected = ev.evaluate_known_input(token_input(self.collection, cred.round_, cred.nonce))
         return hmac.compare_digest(expected, cred.output)
 
 
@@ -133,7 +163,9 @@ class Enrolment:
     several at once): blinded inputs, one per user and round (:attr:`blinded`, user by user), then
     :meth:`finish` with the issuer's batch answer and its published key gives the credentials."""
 
-    def __init__(self, collection: str, rounds: tuple[int, ...] = (1, 2), users: int = 1) -> None:
+    def __init__(self, collection: str, rounds: tuple[int, ...] = ENROL_ROUNDS, users: int = 1) -> None:
+        if not rounds or tuple(rounds) != ENROL_ROUNDS[: len(rounds)]:
+            raise ValueError(f"rounds={rounds!r}: enrol for a prefix of {ENROL_ROUNDS} (the order of the keys)")
         self.collection = collection
         self.rounds = rounds
         self.users = users
@@ -148,22 +180,26 @@ class Enrolment:
         self.blinded = [flat[i * per : (i + 1) * per] for i in range(users)]
         """The blinded inputs of each user (one per round)."""
 
-    def finish(self, evaluated: str, issuer_key: str) -> list[dict[int, Credential]]:
-        """Unblind and check the batch proof against the issuer's published key; the credentials
-        of each user, ``{round: credential}``."""
-        try:
-            out = ristretto.VerifiableBatchOutput.deserialize(_unb64(evaluated, "the evaluation"))
-            pk = ristretto.PublicKey.deserialize(_unb64(issuer_key, "the issuer key"))
-            outputs = ristretto.Client.finalize_batch(self._clients, out, pk)
-        except BaseException as err:
-            if isinstance(err, ValueError) or _is_panic(err):
-                raise MalformedMessageError(
-                    "the enrolment answer does not verify against the shuffler's published issuer key"
-                ) from None
-            raise
-        creds = [
-            Credential(r, n, bytes(o))
-            for r, n, o in zip(self.rounds * self.users, self._nonces, outputs, strict=True)
-        ]
+    def finish(self, evaluated: Mapping[str, str], issuer_keys: Mapping[str, str]) -> list[dict[int, Credential]]:
+        """Unblind and check each round's batch proof against the issuer's published key of that
+        round; the credentials of each user, ``{round: credential}``."""
         per = len(self.rounds)
-        return [{c.round_: c for c in creds[i * per : (i + 1) * per]} for i in range(self.users)]
+        creds: list[dict[int, Credential]] = [{} for _ in range(self.users)]
+        for pos, r in enumerate(self.rounds):
+            idx = [u * per + pos for u in range(self.users)]
+            try:
+                out = ristretto.VerifiableBatchOutput.deserialize(
+                    _unb64(evaluated.get(str(r), ""), f"the round-{r} evaluation")
+                )
+                pk = ristretto.PublicKey.deserialize(_unb64(issuer_keys.get(str(r), ""), "the issuer key"))
+                outputs = ristretto.Client.finalize_batch([self._clients[i] for i in idx], out, pk)
+            except BaseException as err:
+                if isinstance(err, MalformedMessageError | ValueError | AttributeError) or _is_panic(err):
+                    raise MalformedMessageError(
+                        f"the enrolment answer for round {r} does not verify against the shuffler's "
+                        "published issuer key of that round"
+                    ) from None
+                raise
+            for u, i, o in zip(range(self.users), idx, outputs, strict=True):
+                creds[u][r] = Credential(r, self._nonces[i], bytes(o))
+        return creds

@@ -22,7 +22,7 @@ from sdckit._io import DataSource, read_data
 from sdckit.errors import ParameterError, ProtocolError
 from sdckit.protocol._client import NODELAY, RETRY_STATUS, backoff, submit_async, submit_url
 from sdckit.protocol._crypto import PublicKey, SuiteName
-from sdckit.protocol._enrol import Credential, Enrolment
+from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
 from sdckit.protocol._planning import PlanMethod
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan, Setting
 from sdckit.protocol._wire import REDACTED, decode_value, encode_value, pack_feature_length, pack_row_length
@@ -101,10 +101,12 @@ class SimulationResult:
 # ------------------------------------------------------------------------- encoding in worker processes
 
 _WORKER_USER: User | None = None
-_WORKER_ENROL: tuple[str, str, httpx.Client] | None = None  # (enrol URL, issuer key, client)
+_WORKER_ENROL: tuple[str, dict[str, str], httpx.Client] | None = None  # (enrol URL, issuer keys, client)
 
 
-def _init_worker(spec: dict[str, Any], keys: dict[str, str], enrol: tuple[str, str] | None = None) -> None:
+def _init_worker(
+    spec: dict[str, Any], keys: dict[str, str], enrol: tuple[str, dict[str, str]] | None = None
+) -> None:
     global _WORKER_USER, _WORKER_ENROL
     _WORKER_USER = User(
         CollectionSpec.from_dict(spec),
@@ -122,7 +124,7 @@ def _enrol_users(invites: list[str], rounds: tuple[int, ...]) -> list[dict[int, 
     gateway would; returns the unblinded, checked credentials."""
     if _WORKER_ENROL is None or _WORKER_USER is None:
         raise ProtocolError("the worker was not initialised for enrolment")
-    url, issuer_key, http = _WORKER_ENROL
+    url, issuer_keys, http = _WORKER_ENROL
     pending = Enrolment(_WORKER_USER.spec.id, rounds, users=len(invites))
     body = {"users": [{"invite": i, "blinded": b} for i, b in zip(invites, pending.blinded, strict=True)]}
     deadline = time.monotonic() + 60.0
@@ -139,7 +141,7 @@ def _enrol_users(invites: list[str], rounds: tuple[int, ...]) -> list[dict[int, 
         attempt += 1
     if r.status_code != 200:
         raise ProtocolError(f"enrolment refused: HTTP {r.status_code}: {r.text[:300]}")
-    return pending.finish(r.json()["evaluated"], issuer_key)
+    return pending.finish(r.json()["evaluated"], issuer_keys)
 
 
 def _encode_chunk(
@@ -147,7 +149,7 @@ def _encode_chunk(
     rows: list[dict[str, Any]],
     plan: dict[str, Any] | None,
     invites: list[str] | None = None,
-    rounds: tuple[int, ...] = (1, 2),
+    rounds: tuple[int, ...] = ENROL_ROUNDS[:2],
 ) -> tuple[list[bytes], list[dict[int, Credential]]]:
     """The chunk's sealed messages, and (with invites) its users' fresh credentials."""
     user = _WORKER_USER
@@ -400,7 +402,7 @@ def simulate(
             if enrolment == "tokens":
                 enrol_cfg = (
                     f"{urls['shuffler']}/v1/collections/{collection}/enrol",
-                    str(terms["issuer_key"]),
+                    dict(terms["issuer_keys"]),
                 )
                 codes = dep.invites(collection, len(rows1) + (len(rows2) if setting == "statistical" else 0))
                 invites1 = _chunks(codes[: len(rows1)], users_per_request)
@@ -414,7 +416,7 @@ def simulate(
             # an enrolling worker waits for the shuffler's answer half of the time: twice as many
             # processes keep the same CPU busy (the CPU work per user is the same)
             n_proc = workers * (2 if enrol_cfg else 1)
-            rounds = (1, PAIR_ROUND, 2) if pairs else (1, 2)
+            rounds = ENROL_ROUNDS if pairs else ENROL_ROUNDS[:2]
             with ProcessPoolExecutor(
                 n_proc, mp_context=ctx, initializer=_init_worker, initargs=(spec.to_dict(), keys, enrol_cfg)
             ) as pool:

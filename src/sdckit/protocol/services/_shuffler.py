@@ -166,7 +166,7 @@ class _Forwarder:
             if reg is None or self._retry_at.get(pair, 0.0) > now:
                 continue
             if round_ == PAIR_ROUND and reg.pairs is None:
-                continue  # after a restart: held until a submission fetches the queries again
+                continue  # after a restart: held until a submission or the flush fetches the queries
             reserve = self.cfg.min_batch_users * reg.per_user(round_)
             if flushed:
                 if pooled >= reserve:
@@ -254,7 +254,9 @@ class InviteRequest(BaseModel):
 
 class EnrolUser(BaseModel):
     invite: str = Field(..., min_length=8, max_length=200)
-    blinded: list[str] = Field(..., min_length=1, max_length=3)  # one per round (pairs: 3)
+    blinded: list[str] = Field(
+        ..., min_length=1, max_length=3, description="one per round, in the order round 1, round 2, pair round"
+    )
 
 
 class EnrolRequest(BaseModel):
@@ -403,7 +405,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         terms = {
             "collection": collection,
             "enrolment": reg.policy,
-            "issuer_key": reg.issuer.public_key if reg.issuer else None,
+            "issuer_keys": reg.issuer.public_keys if reg.issuer else None,
             "min_batch": cfg.min_batch_users,
             "message_lengths": {"1": reg.outer_length(1), "2": reg.outer_length(2)},
         }
@@ -445,7 +447,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         if reg.issuer is None:
             raise HTTPException(409, f"collection {collection!r} is open: no enrolment needed")
         try:  # checked before any invite is spent
-            items = Issuer.parse([b for u in req.users for b in u.blinded])
+            flat = Issuer.parse([b for u in req.users for b in u.blinded])
         except MalformedMessageError as err:
             raise HTTPException(400, str(err)) from None
         uses = []
@@ -457,9 +459,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
-        # one batch proof for the whole request (a device: its 2 inputs; a gateway: all of them)
-        evaluated = reg.issuer.evaluate(items)
-        return {"evaluated": evaluated, "issuer_key": reg.issuer.public_key}
+        # input i of each user is evaluated with round ENROL_ROUNDS[i]'s key, one batch proof per round
+        at = iter(flat)
+        evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
+        return {"evaluated": evaluated, "issuer_keys": reg.issuer.public_keys}
 
     def answer(h: bytes, status: int, content: dict[str, Any]) -> JSONResponse:
         with recent_lock:
@@ -590,8 +593,15 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def flush(collection: str, round_: int) -> dict[str, int]:
         """Close a round: forward its pool below the batch threshold, if it holds at least
         ``min_batch`` users (otherwise held or dropped, per ``at_close``)."""
-        collection_of(collection)
+        reg = collection_of(collection)
         store.flush(collection, check_round(round_))
+        if round_ == PAIR_ROUND and reg.pairs is None:
+            # after a restart the queries are fetched again here, so a pool whose users have all
+            # submitted is not held for ever waiting for a submission to fetch them
+            try:
+                pair_queries(reg, collection)
+            except HTTPException as err:
+                log.warning("round %d of %r: pair queries unavailable (%s); pool held", round_, collection, err.detail)
         return store.stats(collection, round_)
 
     @app.get("/admin/v1/collections/{collection}/rounds/{round_}", dependencies=[admin], tags=["admin"])
