@@ -1,7 +1,9 @@
 """The shuffle protocol end to end on loopback: all 32,561 Adult users through both rounds, three
 real service processes, users driven over HTTP, once without enrolment (``open``) and once with
 it (``tokens``: every user trades a one-time invite for anonymous VOPRF credentials and submits
-each round with one), in the same run. ``--full`` adds 8 features.
+each round with one), in the same run. ``--full`` adds 8 features. ``--pairs`` adds a run with the
+pair round (issue 17: singles, pairs, release) on the issue's 5 features, tokens, and prints what
+the middle round costs against round 1. ``--quick`` uses 4,000 users.
 
 Prints, per run, the wall-clock seconds and users per second of each stage, the ratio tokens/open
 (target: enrolment costs at most 30 % more), the load average before and after (the machine is
@@ -19,10 +21,11 @@ import sys
 from _harness import bench, emit
 from sdckit.datasets import load_adult
 from sdckit.protocol import PrivateKey, info_label, open_sealed, pack_feature, seal, simulate
-from sdckit.protocol._enrol import Enrolment, Issuer
+from sdckit.protocol._enrol import ENROL_ROUNDS, Enrolment, Issuer
 
 FEATURES_4 = ["age", "sex", "race", "marital-status"]
 FEATURES_8 = [*FEATURES_4, "workclass", "education", "relationship", "occupation"]
+FEATURES_PAIRS = ["age", "workclass", "marital-status", "race", "sex"]
 
 
 def hpke_floor() -> tuple[float, float]:
@@ -37,15 +40,16 @@ def hpke_floor() -> tuple[float, float]:
     return t_seal, t_open
 
 
-def voprf_floor() -> float:
-    """Seconds of CPU per user for enrolment: blind, evaluate (batch of 32 users), finalize, and the
-    shuffler's two credential checks."""
+def voprf_floor(rounds: int = 2) -> float:
+    """Seconds of CPU per user for enrolment: blind, evaluate (batch of 32 users, one proof per
+    round), finalize, and the shuffler's credential checks, for the first ``rounds`` rounds."""
     issuer = Issuer(secrets.token_bytes(32), "bench")
+    which = ENROL_ROUNDS[:rounds]
 
     def once() -> None:
-        e = Enrolment("bench", users=32)
-        creds = e.finish(issuer.evaluate([b for u in e.blinded for b in u]), issuer.public_key)
-        assert all(issuer.verify(c[1]) and issuer.verify(c[2]) for c in creds)
+        e = Enrolment("bench", which, users=32)
+        creds = e.finish(issuer.evaluate(e.blinded), issuer.public_keys)
+        assert all(issuer.verify(c[r]) for c in creds for r in which)
 
     return bench(once, repeat=5).median / 32
 
@@ -71,6 +75,7 @@ def main() -> None:
     emit("protocol HPKE open (x25519, 256 B)", t_open)
     t_enrol = voprf_floor()
     emit("protocol VOPRF enrolment per user (2 rounds)", t_enrol)
+    emit("protocol VOPRF enrolment per user (3 rounds: with the pair round)", voprf_floor(3))
     for label, cols in feature_sets:
         totals, cpu = {}, {}
         for enrolment in ("open", "tokens"):
@@ -116,6 +121,58 @@ def main() -> None:
             f"{ratio - 1:+.1%} wall time (rounds and plan; noisy on a shared machine)",
             flush=True,
         )
+    if "--pairs" in sys.argv:
+        pair_round(df, users)
+
+
+def pair_round(df: object, users: int | None) -> None:
+    """The three rounds (singles, pairs, release) with tokens, against the same run without pairs."""
+    runs = {}
+    for pairs in (None, "auto"):
+        load_before, cpu0 = _load(), _cpu()
+        res = simulate(
+            df,
+            FEATURES_PAIRS,
+            k=5,
+            budget=0.05,
+            users=users,
+            batch_threshold=2000,
+            users_per_request=32,
+            seed=0,
+            enrolment="tokens",
+            pairs=pairs,  # type: ignore[arg-type]
+        )
+        runs[pairs] = res
+        extra = {}
+        if res.pairs is not None:
+            extra = {
+                "pairs_asked": len(res.pairs["queries"]["queries"]),
+                "pair_bound": round(res.pairs["bound"], 4),
+                "pair_measured": round(res.pairs["measured"], 4),
+                "pair_round_s": round(res.seconds.get("pairs", 0.0), 1),
+            }
+        emit(
+            f"protocol simulate adult {res.n_round1} users x 5 features, tokens, "
+            f"{'singles+pairs+release' if pairs else 'singles+release'}",
+            res.seconds["total"],
+            verified=res.verified,
+            columns=",".join(res.plan.columns),
+            plan_bound=round(res.plan.bound, 4),
+            exposure_at_5=round(res.exposure_at_k, 4),
+            round1_s=round(res.seconds["round1"], 1),
+            round2_s=round(res.seconds["round2"], 1),
+            cpu_s=round(_cpu() - cpu0, 1),
+            load_before=load_before,
+            load_after=_load(),
+            **extra,
+        )
+    with_pairs = runs["auto"]
+    print(
+        f"protocol pair round: {with_pairs.seconds.get('pairs', 0.0) / with_pairs.seconds['round1']:.2f} x round 1's "
+        f"time; releases {len(with_pairs.plan.columns)} columns against {len(runs[None].plan.columns)} "
+        "without it",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
