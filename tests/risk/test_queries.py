@@ -125,6 +125,49 @@ def test_pair_bound_on_eight_qis_is_sound(adult: pl.DataFrame) -> None:
     assert np.all(curve.blocks <= curve.single)
 
 
+def test_on_eight_qis_pairs_are_tighter_up_to_k_7_and_nothing_sound_can_be_beyond(adult: pl.DataFrame) -> None:
+    """Why the issue's "strictly tighter over the plot's k range" cannot hold on the 8 QIs.
+
+    1. With all 28 pairs the bound is strictly below the single-column bound (which is 1) for
+       k = 2..7 and equals it from k = 8.
+    2. The largest group on the 8 columns holds 45 users, so the truth is 1 from k = 46: any sound
+       bound is 1 there, the same as the single-column bound.
+    3. A bound below 1 at k must prove some group holds >= k users. For each of the 10 largest
+       groups, a linear programme over the 2^8 patterns of "agrees with the group on column j"
+       that matches every single and pair count of those agreement indicators (what the pair tables
+       say about them) reaches 0 users in the group: no lower bound built linearly from the
+       pair counts of these indicators (Bonferroni, Hunter-Worsley, ...) proves a single user there.
+    """
+    from scipy.optimize import linprog
+
+    from sdckit.risk import exposure_curve
+
+    ks = np.arange(2, 51)
+    m = Marginals.from_data(adult, QIS, blocks=list(itertools.combinations(QIS, 2)))
+    curve = pair_bound_curve(m, k=ks)
+    truth = np.array([exposure_curve(adult, QIS).not_k_anonymous(int(k)) for k in ks])
+    assert np.all(curve.single == 1.0)
+    assert np.all(curve.blocks[ks <= 7] < 1.0)
+    assert np.all(curve.blocks[ks >= 8] == 1.0)
+    sizes = adult.group_by(QIS).len().sort("len", descending=True)
+    assert sizes["len"][0] == 45
+    assert np.all(truth[ks >= 46] == 1.0)
+    assert truth[ks == 45][0] < 1.0
+    patterns = np.array(list(itertools.product([0, 1], repeat=len(QIS))), dtype=np.float64)
+    pairs = list(itertools.combinations(range(len(QIS)), 2))
+    a_eq = np.vstack(
+        [np.ones(len(patterns)), *(patterns[:, j] for j in range(len(QIS)))]
+        + [patterns[:, i] * patterns[:, j] for i, j in pairs]
+    )
+    everywhere = (patterns.sum(axis=1) == len(QIS)).astype(np.float64)
+    for group in sizes.head(10).iter_rows(named=True):
+        agree = np.column_stack([(adult[c] == group[c]).to_numpy() for c in QIS]).astype(np.int64)
+        b_eq = np.r_[adult.height, agree.sum(axis=0), [(agree[:, i] & agree[:, j]).sum() for i, j in pairs]]
+        res = linprog(everywhere, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+        assert res.status == 0
+        assert res.fun == pytest.approx(0.0, abs=1e-6), group
+
+
 def test_plan_with_pairs_releases_more_and_meets_budget(adult: pl.DataFrame) -> None:
     m = Marginals.from_data(adult, QIS)
     plain = plan_release(m, k=5, budget=0.05)
