@@ -487,7 +487,11 @@ def _plan_lattice(
     losses = [column_loss(marginals, c, loss) for c in cols]
     recoded_cache: dict[tuple[str, int], dict[Any, int]] = {}
 
+    with_blocks = marginals.select(cands) if marginals.blocks else None
+
     def node_marginals(node: tuple[int, ...]) -> Marginals:
+        if with_blocks is not None:  # recode the pair tables too, so the block bound applies
+            return with_blocks.recode({c.name: c.labels[lvl] for c, lvl in zip(cols, node, strict=True) if lvl})
         counts = {}
         for col, lvl in zip(cols, node, strict=True):
             if (col.name, lvl) not in recoded_cache:
