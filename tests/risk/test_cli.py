@@ -204,3 +204,21 @@ def test_plan_statistical_setting_errors(adult_csv: Path) -> None:
     r = runner.invoke(app, [*args, "--setting", "statistical", "--n-release", "3"])
     assert r.exit_code == 1
     assert "released users" in r.stderr
+
+
+def test_plan_with_hierarchies_in_the_statistical_setting(tmp_path: Path) -> None:
+    from sdckit.datasets import load_adult
+
+    src = tmp_path / "adult.csv"
+    load_adult().head(8000).write_csv(src)
+    base = ["plan", str(src), "-c", "age,workclass,race,sex", "--k", "5", "--budget", "0.2",
+            "--setting", "statistical", "--n-release", "20000", "--hierarchy", "age=adult:age"]
+    r = CliRunner().invoke(app, [*base, "--json"])
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["search"] == "lattice"
+    assert plan["setting"] == "statistical"
+    assert plan["bound"] <= 0.2
+    r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "x.csv")])
+    assert r.exit_code == 2
+    assert "fresh sample" in r.output

@@ -238,11 +238,45 @@ def test_lattice_errors_and_json() -> None:
     m = Marginals.from_counts({"a": [3, 7], "b": [5, 5]})
     with pytest.raises(ParameterError, match="needs the table"):
         plan_release(m, k=2, budget=0.1, suppression=0.1)
-    with pytest.raises(ParameterError, match="fixed setting only"):
-        plan_release(m, k=2, budget=0.1, hierarchies={}, setting="statistical", n_release=10)
+    with pytest.raises(ParameterError, match="hierarchies= alone"):
+        plan_release(m, k=2, budget=0.1, data=pl.DataFrame({"a": [0] * 3 + [1] * 7, "b": [0, 1] * 5}),
+                     setting="statistical", n_release=10)
     with pytest.raises(ColumnNotFoundError):
         plan_release(m, k=2, budget=0.1, hierarchies={"zz": "adult:age"})
     plan = plan_release(m, k=2, budget=0.0, data=None, hierarchies={})
     d = plan.to_dict()
     assert d["search"] == "lattice"
     assert set(d["levels"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_statistical_lattice_bound_covers_the_fresh_release(seed: int) -> None:
+    """Statistical setting with a recoding lattice: the curator holds a sample of 8,000 users drawn
+    from Adult (the population law); the plan's bound must cover the expected share of users in
+    groups < k of a fresh release of n users recoded as planned, computed exactly from the
+    population law: Q^stat = sum_cells p_c P(Bin(n - 1, p_c) <= k - 2). And the bound is the
+    statistical bound of the chosen node at delta / (number of lattice nodes) (the union bound)."""
+    from scipy import stats
+
+    from sdckit.risk import statistical_exposure_bound
+
+    cols = ["age", "workclass", "marital-status", "race", "sex"]
+    population = load_adult().select(cols)
+    sample = population.sample(8000, seed=seed, with_replacement=True)
+    m = Marginals.from_data(sample, cols)
+    k, n_release = 5, 20_000
+    plan = plan_release(m, k=k, budget=0.2, setting="statistical", n_release=n_release,
+                        hierarchies={"age": "adult:age"})
+    assert plan.setting == "statistical"
+    assert plan.n_release == n_release
+    assert plan.bound <= 0.2
+    assert plan.columns
+    released = plan.apply(population).select(list(plan.columns))
+    p = released.group_by(released.columns).len()["len"].to_numpy() / population.height
+    truth = float(np.sum(p * stats.binom.cdf(k - 2, n_release - 1, p)))
+    assert truth <= plan.bound
+    recoded = plan.apply(sample).select(list(plan.columns))
+    direct = statistical_exposure_bound(
+        Marginals.from_data(recoded, list(plan.columns)), k=k, n_release=n_release, delta=0.05 / plan.n_nodes
+    )
+    assert plan.bound == pytest.approx(direct, rel=1e-9)

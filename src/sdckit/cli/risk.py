@@ -405,6 +405,12 @@ def plan(
         else:
             hier |= _pairs([item], "--hierarchy")
     lattice = bool(hier) or suppression is not None or keep_all
+    if setting == "statistical" and (suppression is not None or out is not None):
+        raise typer.BadParameter(
+            "with --setting statistical the plan is for a fresh sample, not for DATA: drop --suppression "
+            "and --out, and recode the fresh release with `sdckit recode` using the plan's recodings",
+            param_hint="--suppression/--out",
+        )
     if (suppression is not None or out is not None) and data is None:
         raise typer.BadParameter("--suppression and --out need DATA (the joint records)", param_hint="--suppression")
     if keep_all and not hier:
@@ -438,7 +444,7 @@ def plan(
         if lattice:
             lattice_kw = {
                 "hierarchies": hier,
-                "data": frame,
+                "data": frame if setting == "fixed" else None,  # the sample is not the release
                 "suppression": suppression,
                 "withhold": not keep_all,
                 "loss": loss,

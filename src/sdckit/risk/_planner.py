@@ -276,7 +276,9 @@ def plan_release(
     the budget makes all its specialisations over it; a node within it makes all its
     generalisations within it, at more loss), the first acceptable node wins. From marginals alone
     a node's bound is the bound ``method`` on the recoded marginals (recoding maps single-column
-    counts to single-column counts), so it stays a sound bound on the recoded release. With
+    counts to single-column counts), so it stays a sound bound on the recoded release; in the
+    statistical setting it is the statistical bound of the recoded marginals at delta / (number of
+    nodes), a union bound over every node the search could choose. With
     ``suppression`` the best three acceptable nodes are suppressed and the one with the least
     total loss (recoding loss + share of key cells suppressed) is chosen.
 
@@ -309,10 +311,10 @@ def plan_release(
             "the counted users."
         )
     if hierarchies is not None or data is not None or suppression is not None:
-        if statistical:
+        if statistical and (data is not None or suppression is not None):
             raise ParameterError(
-                "the recoding lattice plans in the fixed setting only; drop hierarchies/data/suppression or "
-                "use setting='fixed'."
+                "in the statistical setting the release is a fresh sample, so counting the sample's table "
+                "(data=, suppression=) says nothing exact about it; plan with hierarchies= alone there."
             )
         return _plan_lattice(
             marginals,
@@ -327,6 +329,7 @@ def plan_release(
             loss=check_loss(loss),
             withhold=bool(withhold),
             progress=progress,
+            statistical=(check_n_release(n_release), check_delta(delta)) if statistical else None,
         )
     k_int = int(check_k(k))
     b = check_budget(budget)
@@ -457,8 +460,11 @@ def _plan_lattice(
     loss: str,
     withhold: bool,
     progress: Callable[[int], None] | None,
+    statistical: tuple[int, float] | None = None,
 ) -> ReleasePlan:
-    """The lattice planner (see :func:`plan_release`, Notes)."""
+    """The lattice planner (see :func:`plan_release`, Notes). ``statistical=(n_release, delta)``:
+    each node's bound is the statistical one at delta / (number of nodes), a union bound over
+    every node the search could choose."""
     from sdckit.anonymize._hierarchy import as_hierarchy
 
     cands, w = _candidates(marginals, columns, weights)
@@ -473,8 +479,10 @@ def _plan_lattice(
         if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or not 0 <= suppression <= 1:
             raise ParameterError(f"suppression={suppression!r} must be a share of records between 0 and 1, e.g. 0.05.")
     n = marginals.n
-    if n < k:
-        raise InfeasibleError(f"k={k} is larger than the {n:,} users: nobody can be in a group of k. Lower k.")
+    n_users = statistical[0] if statistical is not None else n
+    if n_users < k:
+        who = "released users" if statistical is not None else "users"
+        raise InfeasibleError(f"k={k} is larger than the {n_users:,} {who}: nobody can be in a group of k. Lower k.")
     cols = [column_levels(marginals, c, as_hierarchy(hierarchies[c], c) if c in hierarchies else None) for c in cands]
     if not withhold:
         cols = [_without_withholding(c) for c in cols]
@@ -502,6 +510,11 @@ def _plan_lattice(
     def node_bound(node: tuple[int, ...], cap: float | None = budget) -> float:
         m = node_marginals(node)
         keep = [c for c in m.columns if m.counts[c].size > 1]  # a one-value column splits no group
+        if statistical is not None:  # every node is a candidate release: delta / n_nodes each
+            n_release, delta = statistical
+            return _statistical_bound(
+                m.select(keep), k=k, n_release=n_release, method=method, delta=delta, n_sets=n_nodes
+            )
         return float(_bound(m.select(keep), np.asarray(k - 1), method, cap)) if keep else float(n < k)
 
     measure: DataExposure | None = None
@@ -566,7 +579,9 @@ def _plan_lattice(
         weight=float(sum(w[c] for c in released)),
         n=n,
         search="lattice",
-        setting="fixed",
+        setting="statistical" if statistical is not None else "fixed",
+        n_release=statistical[0] if statistical is not None else None,
+        delta=statistical[1] if statistical is not None else None,
         levels=levels,
         recodings=recodings,
         loss=float(total_loss),

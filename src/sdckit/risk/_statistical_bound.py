@@ -46,13 +46,18 @@ def check_n_release(n_release: object) -> int:
     return int(n_release)
 
 
-def dkw_radius(n_hat: int, delta: float, n_columns: int = 0) -> float:
+def dkw_radius(n_hat: int, delta: float, n_columns: int = 0, n_sets: int = 0) -> float:
     """D = sqrt(ln(2 / delta') / (2 n_hat)): the DKW–Massart radius (share of users, 0..1).
 
     delta' = delta / (2^n_columns - 1) with ``n_columns`` > 0: the union bound over every non-empty
-    set of ``n_columns`` candidate columns (computed in logs, so no underflow).
+    set of ``n_columns`` candidate columns (computed in logs, so no underflow); delta' = delta /
+    ``n_sets`` with ``n_sets`` > 0 instead: the union bound over that many candidate releases (e.g.
+    the nodes of a recoding lattice).
     """
-    log_sets = 0.0 if n_columns <= 0 else n_columns * math.log(2.0) + math.log1p(-(2.0**-n_columns))
+    if n_sets > 0:
+        log_sets = math.log(n_sets)
+    else:
+        log_sets = 0.0 if n_columns <= 0 else n_columns * math.log(2.0) + math.log1p(-(2.0**-n_columns))
     return math.sqrt((math.log(2.0 / delta) + log_sets) / (2.0 * n_hat))
 
 
@@ -64,12 +69,14 @@ def _statistical_bound(
     method: str,
     delta: float,
     n_columns: int = 0,
+    n_sets: int = 0,
     grid: int = _GRID,
 ) -> float:
     """The bound of :func:`statistical_exposure_bound` on all columns of ``marginals`` (checked args).
 
     ``n_columns`` > 0: the bound holds simultaneously for every set of that many candidate columns
-    (:func:`dkw_radius`); the planner's choice among them is then covered.
+    (:func:`dkw_radius`); the planner's choice among them is then covered. ``n_sets`` > 0: it holds
+    simultaneously for that many candidate releases (the recoding lattice's nodes).
     """
     if k <= 1:  # P(Bin(n - 1, p) <= -1) = 0: nobody is below k = 1
         return 0.0
@@ -78,7 +85,7 @@ def _statistical_bound(
     if not marginals.columns:  # one group holding every user: P(Bin(n - 1, 1) <= k - 2) = 0
         return 0.0
     n_hat = marginals.n
-    d = dkw_radius(n_hat, delta, n_columns)
+    d = dkw_radius(n_hat, delta, n_columns, n_sets)
     # Q^stat = F(1) + int_0^1 (-F'(t)) Q_p(t) dt, and Q_p(t) <= min(1, Q_hat(c(t)) + D) on the DKW
     # event, c(t) = floor((t + 2D) n_hat). Thresholds c_0 < c_1 < ... cut [0, 1] into pieces where
     # c(t) is in (c_{i-1}, c_i]; there Q_hat(c(t)) <= Q_hat(c_i) <= B(c_i) (Q_hat is non-decreasing).
