@@ -222,3 +222,35 @@ def test_plan_with_hierarchies_in_the_statistical_setting(tmp_path: Path) -> Non
     r = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "x.csv")])
     assert r.exit_code == 2
     assert "fresh sample" in r.output
+
+
+def test_plan_with_pairs_releases_at_least_as_much_and_meets_the_budget(tmp_path: Path) -> None:
+    adult = load_adult()
+    src = tmp_path / "adult.csv"
+    adult.write_csv(src)
+    qis = "age,workclass,education,marital-status,occupation,race,sex,native-country"
+    base = ["plan", str(src), "-c", qis, "--k", "5", "--budget", "0.05", "--json"]
+    runs = {}
+    for extra in ([], ["--pairs", "auto"], ["--pairs", "auto", "--triples"], ["--pairs", "all"]):
+        r = CliRunner().invoke(app, [*base, *extra])
+        assert r.exit_code == 0, r.output
+        runs[" ".join(extra)] = json.loads(r.stdout)
+    plain = runs[""]
+    assert "pairs" not in plain
+    for name, plan in runs.items():
+        assert len(plan["columns"]) >= len(plain["columns"]), name
+        assert plan["bound"] <= 0.05
+        sizes = adult.group_by(plan["columns"]).len()
+        assert sizes.filter(pl.col("len") < 5)["len"].sum() / adult.height <= plan["bound"]  # measured
+    auto = runs["--pairs auto"]
+    assert len(auto["columns"]) > len(plain["columns"])  # workclass joins (docs/risk.md)
+    assert auto["pairs"]["mode"] == "auto"
+    assert 0 < auto["pairs"]["query_bound"] <= 0.05
+    assert runs["--pairs auto --triples"]["pairs"]["query_bound"] <= 0.05
+    assert len(runs["--pairs all"]["pairs"]["blocks"]) == 28
+    human = CliRunner().invoke(app, [*base[:-1], "--pairs", "auto"])
+    assert human.exit_code == 0, human.output
+    assert "what a curator learns from them is bounded by" in human.output
+    for bad in (["--pairs", "some"], ["--triples"], ["--pairs", "all", "--pairs-budget", "0.1"]):
+        r = CliRunner().invoke(app, [*base, *bad])
+        assert r.exit_code == 2, bad

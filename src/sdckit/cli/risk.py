@@ -260,6 +260,40 @@ def _read_marginals(path: Path) -> Any:
     return Marginals.from_counts(payload)
 
 
+def _with_pairs(
+    marg: Any, source: Any, mode: str, *, k: int, budget: float, triples: bool, missing: str
+) -> tuple[Any, dict[str, Any]]:
+    """The marginals with pair (and triple) tables counted on the data: ``all`` pairs in full, or
+    the ``auto`` queries of :func:`sdckit.risk.choose_pair_queries` (rare values redacted; triples
+    in a second step, with the pairs received, within what is left of ``budget``)."""
+    import itertools
+
+    from sdckit.risk import Marginals, choose_pair_queries
+
+    cols = list(marg.columns)
+    policy = cast("MissingPolicy", missing)
+    blocks: list[tuple[str, ...]]
+    if mode == "all":
+        blocks = list(itertools.combinations(cols, 2))
+        return Marginals.from_data(source(), cols, missing=policy, blocks=blocks), {
+            "mode": "all", "blocks": [list(b) for b in blocks], "query_bound": None
+        }
+    first = choose_pair_queries(marg, k, budget)
+    received = Marginals.from_data(source(), cols, missing=policy, blocks=first.blocks, redact=first.redact)
+    blocks, bound, redact = list(first.blocks), first.bound, {c: set(v) for c, v in first.redact.items()}
+    if triples and budget - first.bound > 0:
+        second = choose_pair_queries(received, k, budget - first.bound, triples=True)
+        more = [q for q in second.queries if len(q.columns) == 3 or q.columns not in received.blocks]
+        if more:
+            blocks += [q.columns for q in more]
+            bound += sum(q.bound for q in more)
+            for q in more:
+                for c, v in q.redact.items():
+                    redact.setdefault(c, set()).update(v)
+            received = Marginals.from_data(source(), cols, missing=policy, blocks=blocks, redact=redact)
+    return received, {"mode": "auto", "blocks": [list(b) for b in blocks], "query_bound": min(1.0, bound)}
+
+
 def _parse_weights(value: str | None) -> dict[str, float] | None:
     if not value:
         return None
@@ -372,6 +406,18 @@ def plan(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="With DATA: write the planned release (recoded, suppressed) here."
     ),
+    pairs: str | None = typer.Option(
+        None,
+        "--pairs",
+        help="With DATA: also bound with pair tables. auto: the pairs a curator may safely ask for at k "
+        "(rare values redacted, what it learns within --pairs-budget); all: every pair's full table.",
+    ),
+    pairs_budget: float | None = typer.Option(
+        None, "--pairs-budget", help="With --pairs auto: share of users (0..1) the asked tables may expose (default: --budget)."
+    ),
+    triples: bool = typer.Option(
+        False, "--triples", help="With --pairs auto: then also triples, within what is left of --pairs-budget."
+    ),
 ) -> None:
     """Choose the columns to release so at most --budget of users are in groups smaller than k.
 
@@ -405,6 +451,14 @@ def plan(
         else:
             hier |= _pairs([item], "--hierarchy")
     lattice = bool(hier) or suppression is not None or keep_all
+    if pairs not in (None, "auto", "all"):
+        raise typer.BadParameter(f"{pairs!r}: use auto (the safe pairs) or all (every pair)", param_hint="--pairs")
+    if pairs is not None and data is None:
+        raise typer.BadParameter("--pairs needs DATA (the pair tables are counted on it)", param_hint="--pairs")
+    if (triples or pairs_budget is not None) and pairs != "auto":
+        raise typer.BadParameter("--triples and --pairs-budget go with --pairs auto", param_hint="--triples")
+    if pairs_budget is not None and not 0 <= pairs_budget <= 1:
+        raise typer.BadParameter(f"{pairs_budget!r}: give a share of users between 0 and 1", param_hint="--pairs-budget")
     if setting == "statistical" and (suppression is not None or out is not None):
         raise typer.BadParameter(
             "with --setting statistical the plan is for a fresh sample, not for DATA: drop --suppression "
@@ -430,6 +484,13 @@ def plan(
                 frame = frame.drop_nulls(cols)
         marg = Marginals.from_data(frame if frame is not None else data_source(data, read), cols, missing=cast("MissingPolicy", missing))
         source = data.name
+    pair_info: dict[str, Any] | None = None
+    if pairs is not None:
+        assert data is not None
+        marg, pair_info = _with_pairs(
+            marg, lambda: frame if frame is not None else data_source(data, read), pairs, k=k,
+            budget=budget if pairs_budget is None else pairs_budget, triples=triples, missing=missing,
+        )
     if lattice and cols is None:
         cols = list(marg.columns)
     if lattice:
@@ -477,7 +538,7 @@ def plan(
             | ({"n_release": result.n_release, "delta": result.delta} if setting == "statistical" else {}),
         )
     if as_json:
-        print_json(result)
+        print_json(result.to_dict() | ({"pairs": pair_info} if pair_info is not None else {}))
         return
     shown = ", ".join(result.columns) if result.columns else "(no column)"
     stdout.print(f"[bold]{source}[/]: {result.n:,} users, k = {result.k}, budget {_pct(result.budget)}")
@@ -485,6 +546,18 @@ def plan(
         stdout.print(
             f"Statistical setting: the counts are a sample; the bound is on the expected share of a fresh "
             f"release of {result.n_release:,} users and holds with probability >= {1 - (result.delta or 0):.4g}"
+        )
+    if pair_info is not None:
+        asked = ", ".join(" x ".join(b) for b in pair_info["blocks"]) or "none"
+        stdout.print(
+            f"Bounded with {len(pair_info['blocks'])} {pair_info['mode']} block table(s): {asked}"
+            + (
+                f"; what a curator learns from them is bounded by {_pct(pair_info['query_bound'])}"
+                if pair_info.get("query_bound") is not None
+                else ""
+            ),
+            highlight=False,
+            soft_wrap=True,
         )
     stdout.print(
         f"Release: [bold green]{shown}[/]  (bound {_pct(result.bound)}, {result.method}, {result.search} search)"
