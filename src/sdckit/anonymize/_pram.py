@@ -45,7 +45,8 @@ class PRAM(Anonymizer):
     every diagonal entry >= ``pd`` (:func:`invariant_matrix`). Or a user matrix per column,
     ``{column: {from_value: {to_value: probability}}}`` (rows sum to 1; values matched by text).
     Missing cells stay missing. The matrices are published with the release so analysts can
-    correct their estimates (E[counts'] = counts P).
+    correct their estimates (E[counts'] = counts P). A value not seen in ``fit`` has no row and
+    ``transform`` refuses it (it would otherwise go out unperturbed).
 
     Parameters
     ----------
@@ -53,7 +54,8 @@ class PRAM(Anonymizer):
     pd : smallest probability of keeping a value under invariant PRAM (0..1).
     matrix : user transition matrices (see above), instead of invariant ones.
     random_state : seed of the draws: an int >= 0 gives the same release on every call (tests and
-        reproductions only: whoever knows it can undo the draws), None (default) fresh OS entropy.
+        reproductions only: whoever knows it can undo the draws); a numpy Generator continues its
+        stream from call to call; None (default) fresh OS entropy.
 
     Attributes
     ----------

@@ -55,7 +55,9 @@ class GlobalRecoder(Anonymizer):
 
     * ``{"breaks": [b0, b1, ...]}``: numbers into intervals ``[b_i, b_{i+1})``; values below b0
       become ``(-inf, b0)``, values at or above the last break ``[b_last, inf)``; optional
-      ``"labels"`` (one per interval ``[b_i, b_{i+1})``) replace the default text;
+      ``"labels"`` (one per interval ``[b_i, b_{i+1})``) replace the default text. Numeric labels
+      (e.g. each interval's midpoint) keep the column numeric; then there are no outer intervals,
+      so a value outside ``[b0, b_last)`` raises (use ``-inf`` and ``inf`` as the outer breaks);
     * ``{"bins": m, "method": "width" | "quantile"}``: m intervals of equal width, or holding
       about n / m values each (quantile breaks, repeated breaks merged), learned by ``fit``; the
       last interval is closed, ``[a, max]``;
@@ -66,7 +68,8 @@ class GlobalRecoder(Anonymizer):
 
     Recoding is a function of the cell alone, so it maps each column's value counts to value counts
     (the planner plans it from marginals) and missing cells stay missing. Recoded columns become
-    text (interval or group labels) except under a mapping to numbers.
+    text (interval or group labels) except under numeric labels or a mapping to numbers. A numpy
+    array is read as columns ``x0, x1, ...`` (NaN a missing cell) and comes back as an array.
 
     Parameters
     ----------

@@ -130,7 +130,9 @@ class LocalSuppressor(Anonymizer):
         ``importance``). Default: keys with more distinct values are suppressed first.
     random_redaction : probability p (0..1) of redacting the other cells of a column that lost
         cells; None (default) for none.
-    random_state : seed of the random redaction.
+    random_state : seed of the random redaction: an int >= 0 (tests and reproductions only: whoever
+        knows it can tell decoys from suppressions), a numpy Generator, or None (default) for fresh
+        OS entropy.
     delta : failure probability of the redaction allowance (0..1).
 
     Attributes

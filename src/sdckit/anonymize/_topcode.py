@@ -40,7 +40,7 @@ class TopBottomCoder(Anonymizer):
     Parameters
     ----------
     columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings,
-        else every numeric column).
+        else every numeric column; a table without one raises).
     top, bottom : thresholds (number or ``{column: number}``).
     top_quantile, bottom_quantile : thresholds as quantiles (0..1) of each column, learned by ``fit``.
     top_value, bottom_value : replacement (default: the threshold itself).
