@@ -112,6 +112,10 @@ def test_boundary_errors_name_the_parameter_and_the_fix() -> None:
         LocalSuppressor(k=2).fit(np.array([[1.0, 2.0]]))
     with pytest.raises(InputError, match="x1"):  # inf is not a missing cell: refused, column named
         TopBottomCoder(top=1).fit(np.array([[1.0, 2.0], [1.0, INF]]))
+    with pytest.raises(ParameterError, match=r"top gives a threshold for column 'b', which is not among .*\['a'\]"):
+        TopBottomCoder(columns=["a"], top={"b": 5}, bottom=1).fit(FRAME)  # b would go out uncoded
+    with pytest.raises(ParameterError, match=r"matrix gives a transition matrix for column 'b'"):
+        PRAM(columns=["a"], matrix={"b": {"10": {"10": 1.0}}}).fit(FRAME)
     for err in (ParameterError, InputError):
         assert issubclass(err, SdcError)
         assert issubclass(err, ValueError)

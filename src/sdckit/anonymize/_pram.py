@@ -130,6 +130,12 @@ class PRAM(Anonymizer):
             )
         columns = self.columns if self.columns is not None else (list(self.matrix) if self.matrix else None)
         frame, names, was_array = self._frame_in(X, columns, reset=True)
+        stray = [c for c in (self.matrix or {}) if c not in names]
+        if stray:
+            raise ParameterError(
+                f"matrix gives a transition matrix for column {stray[0]!r}, which is not among the "
+                f"randomised columns {names}; add it to columns=[...] or drop it from matrix."
+            )
         transition: dict[str, tuple[list[Any], NDArray[np.float64]]] = {}
         for name in names:
             values = text_values(frame[name]).tolist()

@@ -108,6 +108,13 @@ class TopBottomCoder(Anonymizer):
                     f"TopBottomCoder found no numeric column to code among {shown}; convert the columns "
                     "to numbers first (e.g. polars .cast(pl.Float64)), or name numeric ones with columns=[...]."
                 )
+        for t, what in ((self.top, "top"), (self.bottom, "bottom")):
+            stray = [c for c in t if c not in names] if isinstance(t, Mapping) else []
+            if stray:
+                raise ParameterError(
+                    f"{what} gives a threshold for column {stray[0]!r}, which is not among the coded "
+                    f"columns {names}; add it to columns=[...] or drop it from {what}."
+                )
         thresholds: dict[str, tuple[float | None, float | None]] = {}
         for name in names:
             s = frame[name]
