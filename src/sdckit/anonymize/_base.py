@@ -9,7 +9,7 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
-from sdckit._estimator import Estimator
+from sdckit._estimator import Estimator, is_array_input
 from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit.errors import UnreadableInputError
 
@@ -19,8 +19,28 @@ class Anonymizer(Estimator):
 
     Subclasses implement ``fit`` and ``transform``; ``changes_`` (set by ``fit``, on the fitted
     data) maps each column to ``{"cells_changed": ..., "values_merged": ...}`` and any counts the
-    method adds (e.g. ``cells_suppressed``).
+    method adds (e.g. ``cells_suppressed``). A numpy array is read as columns ``x0, x1, ...`` (a
+    NaN is a missing cell, kept missing) and comes back as a numpy array; ``n_features_in_``,
+    ``feature_names_in_`` and ``transform``'s check of the columns against ``fit`` are scikit-learn's.
     """
+
+    def _allow_nan(self) -> bool:
+        return True  # a missing cell is data here: every method keeps it missing (or matches it)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    def _frame_in(
+        self, X: DataSource, columns: Sequence[str] | str | None, *, reset: bool
+    ) -> tuple[nw.DataFrame[Any], list[str], bool]:
+        """``(frame, names, was_array)``: X as an eager narwhals frame, its checked columns ``columns``
+        (all when None), and whether it came as an array (see :meth:`Estimator._read_input`)."""
+        source = X if is_array_input(X) else eager_frame(X)  # a path is read once
+        native, was_array = self._read_input(source, reset=reset)
+        frame, names = frame_columns(native, columns)
+        return frame, names, was_array
 
     def fit_transform(self, X: DataSource, y: None = None) -> Any:
         """``fit(X).transform(X)``."""

@@ -9,11 +9,11 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource
 from sdckit.anonymize._base import (
     Anonymizer,
     change_counts,
-    frame_columns,
     from_codes,
     native_out,
     text_values,
@@ -45,14 +45,17 @@ class PRAM(Anonymizer):
     every diagonal entry >= ``pd`` (:func:`invariant_matrix`). Or a user matrix per column,
     ``{column: {from_value: {to_value: probability}}}`` (rows sum to 1; values matched by text).
     Missing cells stay missing. The matrices are published with the release so analysts can
-    correct their estimates (E[counts'] = counts P).
+    correct their estimates (E[counts'] = counts P). A value not seen in ``fit`` has no row and
+    ``transform`` refuses it (it would otherwise go out unperturbed).
 
     Parameters
     ----------
     columns : the categorical columns (default: all, or those of ``matrix``).
     pd : smallest probability of keeping a value under invariant PRAM (0..1).
     matrix : user transition matrices (see above), instead of invariant ones.
-    random_state : seed of the draws (the same seed gives the same release).
+    random_state : seed of the draws: an int >= 0 gives the same release on every call (tests and
+        reproductions only: whoever knows it can undo the draws); a numpy Generator continues its
+        stream from call to call; None (default) fresh OS entropy.
 
     Attributes
     ----------
@@ -81,20 +84,24 @@ class PRAM(Anonymizer):
         columns: Sequence[str] | None = None,
         pd: float = 0.8,
         matrix: Mapping[str, Mapping[Any, Mapping[Any, float]]] | None = None,
-        random_state: int | None = None,
+        random_state: RandomState = None,
     ) -> None:
         self.columns = columns
         self.pd = pd
         self.matrix = matrix
         self.random_state = random_state
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None  # fresh OS entropy: each draw differs
+        return tags
+
     def fit_transform(self, X: DataSource, y: None = None) -> Any:
         """Fit, then release the very draw whose changes ``changes_`` records (also without a seed)."""
-        self._fit(X)
-        frame, _ = frame_columns(X, list(self.columns_))
+        frame, was_array = self._fit(X)
         drawn = self._draw(frame)
         self._record(frame, drawn)
-        return self._release(frame, drawn)
+        return self._write_output(self._release(frame, drawn), was_array)
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Build each column's transition matrix and record the changes a draw makes on ``X``.
@@ -102,7 +109,7 @@ class PRAM(Anonymizer):
         With ``random_state=None`` each draw uses fresh OS entropy, so a later ``transform`` gives
         another draw than the one ``changes_`` describes; :meth:`fit_transform` gives that one.
         """
-        frame = self._fit(X)
+        frame, _ = self._fit(X)
         self._record(frame, self._draw(frame))
         return self
 
@@ -112,11 +119,23 @@ class PRAM(Anonymizer):
             for name in self.columns_
         }
 
-    def _fit(self, X: DataSource) -> nw.DataFrame[Any]:
+    def _fit(self, X: DataSource) -> tuple[nw.DataFrame[Any], bool]:
         if isinstance(self.pd, bool) or not isinstance(self.pd, (int, float)) or not 0 <= self.pd <= 1:
             raise ParameterError(f"pd={self.pd!r} must be a probability between 0 and 1, e.g. 0.8.")
+        as_generator(self.random_state)  # a bad random_state fails here, before any data is read
+        if self.matrix is not None and not isinstance(self.matrix, Mapping):
+            raise ParameterError(
+                f"matrix={self.matrix!r}: give {{column: {{from_value: {{to_value: probability}}}}}}, e.g. "
+                "{'region': {'a': {'a': 0.9, 'b': 0.1}, 'b': {'b': 1.0}}}."
+            )
         columns = self.columns if self.columns is not None else (list(self.matrix) if self.matrix else None)
-        frame, names = frame_columns(X, columns)
+        frame, names, was_array = self._frame_in(X, columns, reset=True)
+        stray = [c for c in (self.matrix or {}) if c not in names]
+        if stray:
+            raise ParameterError(
+                f"matrix gives a transition matrix for column {stray[0]!r}, which is not among the "
+                f"randomised columns {names}; add it to columns=[...] or drop it from matrix."
+            )
         transition: dict[str, tuple[list[Any], NDArray[np.float64]]] = {}
         for name in names:
             values = text_values(frame[name]).tolist()
@@ -129,10 +148,10 @@ class PRAM(Anonymizer):
                 transition[name] = (observed, invariant_matrix(counts.astype(np.int64), float(self.pd)))
         self.transition_ = transition
         self.columns_ = tuple(names)
-        return frame
+        return frame, was_array
 
     def _draw(self, frame: nw.DataFrame[Any]) -> dict[str, tuple[NDArray[np.int64], list[Any]]]:
-        rng = np.random.default_rng(self.random_state)
+        rng = as_generator(self.random_state)
         out: dict[str, tuple[NDArray[np.int64], list[Any]]] = {}
         for name in self.columns_:
             cats, P = self.transition_[name]
@@ -150,7 +169,8 @@ class PRAM(Anonymizer):
             u = rng.random(len(values))
             new = codes.copy()
             cum = np.cumsum(P, axis=1)
-            cum[:, -1] = 1.0
+            if cats:  # a column with no value (all missing) stays as it is
+                cum[:, -1] = 1.0
             for c in range(len(cats)):
                 rows = np.flatnonzero(codes == c)
                 if rows.size:
@@ -162,8 +182,8 @@ class PRAM(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Draw the released values of the fitted columns (seeded by ``random_state``)."""
         self.check_is_fitted("transition_")
-        frame, _ = frame_columns(X, list(self.columns_))
-        return self._release(frame, self._draw(frame))
+        frame, _, was_array = self._frame_in(X, list(self.columns_), reset=False)
+        return self._write_output(self._release(frame, self._draw(frame)), was_array)
 
     def _release(self, frame: nw.DataFrame[Any], drawn: dict[str, tuple[NDArray[np.int64], list[Any]]]) -> Any:
         replaced = {}

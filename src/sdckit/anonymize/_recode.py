@@ -11,9 +11,9 @@ import narwhals as nw
 import numpy as np
 
 from sdckit._io import DataSource
-from sdckit.anonymize._base import Anonymizer, change_counts, frame_columns, native_out, text_values
+from sdckit.anonymize._base import Anonymizer, change_counts, native_out, text_values
 from sdckit.anonymize._hierarchy import as_hierarchy
-from sdckit.errors import ColumnNotFoundError, NonNumericColumnError, ParameterError
+from sdckit.errors import ColumnNotFoundError, InputError, NonNumericColumnError, ParameterError
 
 _RULE_KEYS = {"breaks", "labels", "bins", "method", "mapping", "hierarchy", "level"}
 
@@ -32,14 +32,18 @@ def interval_labels(breaks: list[float], *, closed_last: bool = False) -> list[s
     return out
 
 
-def _interval_of(x: float, breaks: list[float], labels: list[str], closed_last: bool) -> str:
+def _interval_of(x: float, breaks: list[float], labels: list[Any], closed_last: bool, column: str = "?") -> Any:
     b = breaks
     if closed_last and x == b[-1]:
         return labels[-1]
-    if x < b[0]:
-        return f"(-inf, {_fmt(b[0])})"
-    if x >= b[-1]:
-        return f"[{_fmt(b[-1])}, inf)"
+    if x < b[0] or x >= b[-1]:
+        if labels and not isinstance(labels[0], str):
+            raise InputError(
+                f"column {column!r}: value {x:g} is outside the breaks [{_fmt(b[0])}, {_fmt(b[-1])}), which "
+                "have numeric labels; add -inf and inf as the outer breaks (with a label each), or give "
+                "text labels."
+            )
+        return f"(-inf, {_fmt(b[0])})" if x < b[0] else f"[{_fmt(b[-1])}, inf)"
     i = int(np.searchsorted(b, x, side="right")) - 1
     return labels[i]
 
@@ -51,7 +55,9 @@ class GlobalRecoder(Anonymizer):
 
     * ``{"breaks": [b0, b1, ...]}``: numbers into intervals ``[b_i, b_{i+1})``; values below b0
       become ``(-inf, b0)``, values at or above the last break ``[b_last, inf)``; optional
-      ``"labels"`` (one per interval ``[b_i, b_{i+1})``) replace the default text;
+      ``"labels"`` (one per interval ``[b_i, b_{i+1})``) replace the default text. Numeric labels
+      (e.g. each interval's midpoint) keep the column numeric; then there are no outer intervals,
+      so a value outside ``[b0, b_last)`` raises (use ``-inf`` and ``inf`` as the outer breaks);
     * ``{"bins": m, "method": "width" | "quantile"}``: m intervals of equal width, or holding
       about n / m values each (quantile breaks, repeated breaks merged), learned by ``fit``; the
       last interval is closed, ``[a, max]``;
@@ -62,7 +68,8 @@ class GlobalRecoder(Anonymizer):
 
     Recoding is a function of the cell alone, so it maps each column's value counts to value counts
     (the planner plans it from marginals) and missing cells stay missing. Recoded columns become
-    text (interval or group labels) except under a mapping to numbers.
+    text (interval or group labels) except under numeric labels or a mapping to numbers. A numpy
+    array is read as columns ``x0, x1, ...`` (NaN a missing cell) and comes back as an array.
 
     Parameters
     ----------
@@ -71,8 +78,10 @@ class GlobalRecoder(Anonymizer):
     Attributes
     ----------
     columns_ : tuple of str, the recoded columns.
-    rules_ : dict, per column the learned rule: ``{"breaks": [...], "labels": [...]}`` or
-        ``{"mapping": {...}}``.
+    rules_ : dict, per column the learned rule: ``{"breaks": [...], "labels": [...]}``,
+        ``{"mapping": {...}}``, or for a hierarchy ``{"mapping": {...}, "hierarchy": name, "level": l}``
+        (the mapping of the fitted values; ``transform`` recodes other values of the hierarchy by it
+        and refuses values it lacks).
     changes_ : dict, per column ``{"cells_changed": int, "values_merged": int}`` on the fitted data
         (values merged: distinct values before minus after).
 
@@ -102,11 +111,12 @@ class GlobalRecoder(Anonymizer):
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Learn each column's rule (bins from the data) and record the changes on ``X``."""
-        if not self.rules:
+        if not isinstance(self.rules, Mapping) or not self.rules:
             raise ParameterError(
-                "GlobalRecoder needs rules, e.g. rules={'age': {'breaks': [0, 30, 50, 70]}}."
+                f"rules={self.rules!r}: GlobalRecoder needs rules {{column: rule}}, e.g. "
+                "rules={'age': {'breaks': [0, 30, 50, 70]}}."
             )
-        frame, names = frame_columns(X, list(self.rules))
+        frame, names, _ = self._frame_in(X, list(self.rules), reset=True)
         learned: dict[str, dict[str, Any]] = {}
         for name in names:
             rule = self.rules[name]
@@ -117,6 +127,12 @@ class GlobalRecoder(Anonymizer):
                     "mapping, or hierarchy + level."
                 )
             learned[name] = _learn(name, rule, frame[name])
+        # a hierarchy's values not in the fitted data are recoded by the hierarchy, never let through raw
+        self._hierarchies = {
+            name: (as_hierarchy(self.rules[name]["hierarchy"], name), int(learned[name]["level"]))
+            for name in names
+            if "hierarchy" in learned[name]
+        }
         self.rules_ = learned
         self.columns_ = tuple(names)
         changes: dict[str, dict[str, int]] = {}
@@ -128,16 +144,23 @@ class GlobalRecoder(Anonymizer):
 
     def _apply(self, name: str, values: Any) -> list[Any]:
         rule = self.rules_[name]
+        if "hierarchy" in rule:
+            h, level = self._hierarchies[name]
+            mapping = rule["mapping"]
+            return [
+                None if v is None else mapping[str(v)] if str(v) in mapping else h.label(v, level, name)
+                for v in values
+            ]
         if "mapping" in rule:
             mapping = rule["mapping"]
             return [None if v is None else mapping.get(str(v), v) for v in values]
         breaks, labels, closed = rule["breaks"], rule["labels"], rule["closed_last"]
-        return [None if v is None else _interval_of(float(v), breaks, labels, closed) for v in values]
+        return [None if v is None else _interval_of(float(v), breaks, labels, closed, name) for v in values]
 
     def transform(self, X: DataSource) -> Any:
         """Recode the fitted columns of ``X``; other columns and the row order are untouched."""
         self.check_is_fitted("rules_")
-        frame, _ = frame_columns(X, list(self.columns_))
+        frame, _, was_array = self._frame_in(X, list(self.columns_), reset=False)
         ns = nw.get_native_namespace(frame)
         replaced = {}
         for name in self.columns_:
@@ -146,7 +169,7 @@ class GlobalRecoder(Anonymizer):
                 replaced[name] = nw.new_series(name, np.array(new, dtype=object), dtype=nw.String, backend=ns)
             else:
                 replaced[name] = nw.new_series(name, new, backend=ns)
-        return native_out(frame, replaced)
+        return self._write_output(native_out(frame, replaced), was_array)
 
 
 def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
@@ -162,7 +185,7 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
         table = {}
         for v in set(values):
             table[str(v)] = h.label(v, level, name)
-        return {"mapping": table}
+        return {"mapping": table, "hierarchy": h.name, "level": level}
     if not (series.dtype.is_numeric()):
         example = next((v for v in series.drop_nulls().to_list()), None)
         raise NonNumericColumnError(name, example)
@@ -179,9 +202,9 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
             raise ParameterError(f"column {name!r}: labels need at least two breaks.")
         if not breaks:
             raise ParameterError(f"column {name!r}: give at least one break, e.g. breaks=[0, 30, 60].")
-        labels = interval_labels(breaks)
+        labels: list[Any] = interval_labels(breaks)
         if "labels" in rule:
-            given = [str(lab) for lab in rule["labels"]]
+            given = _labels(name, rule["labels"])
             if len(given) != len(labels):
                 raise ParameterError(
                     f"column {name!r}: {len(given)} labels for {len(labels)} intervals; give one label per "
@@ -212,6 +235,21 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
             }
         return {"breaks": breaks, "labels": interval_labels(breaks, closed_last=True), "closed_last": True}
     raise ParameterError(f"column {name!r}: a rule needs breaks, bins, mapping or hierarchy.")
+
+
+def _labels(name: str, given: Any) -> list[Any]:
+    """Interval labels as given: all numbers (the column stays numeric) or text."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, (list, tuple)):
+        raise ParameterError(f"column {name!r}: labels={given!r}; give a list, one label per interval.")
+    if given and all(_is_number(v) for v in given):  # one numeric type, so the column has one dtype
+        if all(isinstance(v, (int, np.integer)) for v in given):
+            return [int(v) for v in given]
+        return [float(v) for v in given]
+    return [str(v) for v in given]
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 def recode(data: DataSource, rules: Mapping[str, Mapping[str, Any]]) -> Any:

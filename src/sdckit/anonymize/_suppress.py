@@ -10,8 +10,9 @@ from typing import Any, Self
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource
-from sdckit.anonymize._base import Anonymizer, frame_columns, text_values, with_nulls
+from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import check_k
@@ -129,7 +130,9 @@ class LocalSuppressor(Anonymizer):
         ``importance``). Default: keys with more distinct values are suppressed first.
     random_redaction : probability p (0..1) of redacting the other cells of a column that lost
         cells; None (default) for none.
-    random_state : seed of the random redaction.
+    random_state : seed of the random redaction: an int >= 0 (tests and reproductions only: whoever
+        knows it can tell decoys from suppressions), a numpy Generator, or None (default) for fresh
+        OS entropy.
     delta : failure probability of the redaction allowance (0..1).
 
     Attributes
@@ -173,7 +176,7 @@ class LocalSuppressor(Anonymizer):
         columns: Sequence[str] | None = None,
         importance: Sequence[str] | Sequence[int] | None = None,
         random_redaction: float | None = None,
-        random_state: int | None = None,
+        random_state: RandomState = None,
         delta: float = 0.05,
     ) -> None:
         self.k = k
@@ -182,6 +185,11 @@ class LocalSuppressor(Anonymizer):
         self.random_redaction = random_redaction
         self.random_state = random_state
         self.delta = delta
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = bool(self.random_redaction) and self.random_state is None
+        return tags
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Decide the cells to suppress (and redact) in ``X``."""
@@ -195,10 +203,13 @@ class LocalSuppressor(Anonymizer):
             )
         if not isinstance(self.delta, (int, float)) or not 0 < self.delta < 1:
             raise ParameterError(f"delta={self.delta!r} must be strictly between 0 and 1, e.g. 0.05.")
-        frame, names = frame_columns(X, self.columns)
+        as_generator(self.random_state)  # a bad random_state fails here, before any data is read
+        frame, names, _ = self._frame_in(X, self.columns, reset=True)
         n = len(frame)
         if n < k:
-            raise ParameterError(f"k={k} is larger than the {n} records; no release is k-anonymous. Lower k.")
+            raise ParameterError(
+                f"k={k} is larger than the {n} records (n_samples = {n}); no release is k-anonymous. Lower k."
+            )
         codes = np.empty((len(names), n), dtype=np.int32)
         for j, name in enumerate(names):
             codes[j] = column_codes(frame[name])
@@ -209,7 +220,7 @@ class LocalSuppressor(Anonymizer):
         redacted = np.zeros_like(suppressed)
         allowance = 0.0
         if p_red:
-            rng = np.random.default_rng(self.random_state)
+            rng = as_generator(self.random_state)
             lost = np.asarray(suppressed.any(axis=0), dtype=bool)
             candidates = (~suppressed) & (original.T >= 0) & lost[None, :]
             redacted = candidates & (rng.random(candidates.shape) < p_red)
@@ -239,14 +250,14 @@ class LocalSuppressor(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched."""
         self.check_is_fitted("suppressed_")
-        frame, names = frame_columns(X, list(self.columns_))
+        frame, names, was_array = self._frame_in(X, list(self.columns_), reset=False)
         if len(frame) != self.n_rows_ or _fingerprint(frame, names) != self.fingerprint_:
             raise ParameterError(
                 "LocalSuppressor decides cells for the very table it was fitted on, and this is another "
                 "table; call fit_transform(...) on it instead."
             )
         masks = {name: self.suppressed_[:, j] | self.redacted_[:, j] for j, name in enumerate(names)}
-        return with_nulls(frame, masks)
+        return self._write_output(with_nulls(frame, masks), was_array)
 
 
 def _fingerprint(frame: Any, names: Sequence[str]) -> str:

@@ -9,7 +9,7 @@ import narwhals as nw
 import numpy as np
 
 from sdckit._io import DataSource
-from sdckit.anonymize._base import Anonymizer, change_counts, frame_columns, native_out, text_values
+from sdckit.anonymize._base import Anonymizer, change_counts, native_out, text_values
 from sdckit.errors import NonNumericColumnError, ParameterError
 
 Threshold = float | Mapping[str, float] | None
@@ -40,7 +40,7 @@ class TopBottomCoder(Anonymizer):
     Parameters
     ----------
     columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings,
-        else every numeric column).
+        else every numeric column; a table without one raises).
     top, bottom : thresholds (number or ``{column: number}``).
     top_quantile, bottom_quantile : thresholds as quantiles (0..1) of each column, learned by ``fit``.
     top_value, bottom_value : replacement (default: the threshold itself).
@@ -99,9 +99,22 @@ class TopBottomCoder(Anonymizer):
         if columns is None:
             named = [c for t in (self.top, self.bottom) if isinstance(t, Mapping) for c in t]
             columns = list(dict.fromkeys(named)) or None
-        frame, names = frame_columns(X, columns)
+        frame, names, _ = self._frame_in(X, columns, reset=True)
         if columns is None:  # every numeric column (a text column cannot be top coded)
             names = [c for c in names if frame.schema[c].is_numeric()]
+            if not names:
+                shown = ", ".join(f"{c!r} ({frame.schema[c]})" for c in frame.columns[:6])
+                raise ParameterError(
+                    f"TopBottomCoder found no numeric column to code among {shown}; convert the columns "
+                    "to numbers first (e.g. polars .cast(pl.Float64)), or name numeric ones with columns=[...]."
+                )
+        for t, what in ((self.top, "top"), (self.bottom, "bottom")):
+            stray = [c for c in t if c not in names] if isinstance(t, Mapping) else []
+            if stray:
+                raise ParameterError(
+                    f"{what} gives a threshold for column {stray[0]!r}, which is not among the coded "
+                    f"columns {names}; add it to columns=[...] or drop it from {what}."
+                )
         thresholds: dict[str, tuple[float | None, float | None]] = {}
         for name in names:
             s = frame[name]
@@ -154,7 +167,7 @@ class TopBottomCoder(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Code the fitted columns of ``X``; other columns untouched."""
         self.check_is_fitted("thresholds_")
-        frame, _ = frame_columns(X, list(self.columns_))
+        frame, _, was_array = self._frame_in(X, list(self.columns_), reset=False)
         ns = nw.get_native_namespace(frame)
         replaced = {}
         for name in self.columns_:
@@ -167,4 +180,4 @@ class TopBottomCoder(Anonymizer):
                 if frame.schema[name].is_float():
                     dtype = frame.schema[name]
                 replaced[name] = nw.new_series(name, new, dtype=dtype, backend=ns)
-        return native_out(frame, replaced)
+        return self._write_output(native_out(frame, replaced), was_array)
