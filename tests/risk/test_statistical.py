@@ -78,8 +78,13 @@ def test_plugin_for_small_sample_and_radius() -> None:
     # (2k - 1) sqrt(ln(2/delta) / (2 n_hat)) with k = 3, delta = 0.05, n_hat = 100
     assert big.mcdiarmid_radius == pytest.approx(5 * math.sqrt(math.log(40) / 200), rel=1e-14)
     assert big.lower == max(0.0, big.estimate - big.mcdiarmid_radius)
-    jack = estimate_statistical_exposure(counts, n=50, k=3)
+    auto = estimate_statistical_exposure(counts, n=50, k=3)  # 100 users: too few for the jackknife
+    assert auto.interval == "mcdiarmid"
+    assert "under-covers" in auto.note
+    assert (auto.lower, auto.upper) == (big.lower, big.upper)
+    jack = estimate_statistical_exposure(counts, n=50, k=3, interval="jackknife")
     assert jack.interval == "jackknife"
+    assert "under-covers" in jack.note
     assert jack.to_dict()["estimator"] == "unbiased"
     assert jack.upper - jack.lower < 2 * big.mcdiarmid_radius
     assert jack.lower <= jack.estimate <= jack.upper
@@ -101,7 +106,7 @@ def _leave_one_out_brute(counts: list[int], n: int, k: int) -> float:
 
 def test_jackknife_variance_by_brute_force() -> None:
     for counts, n, k in [([5, 3, 2, 1], 4, 2), ([7, 1, 1, 1, 4], 9, 3), ([2, 2, 2], 5, 3)]:
-        est = estimate_statistical_exposure(counts, n=n, k=k)
+        est = estimate_statistical_exposure(counts, n=n, k=k, interval="jackknife")
         assert est.std_error**2 == pytest.approx(_leave_one_out_brute(counts, n, k), rel=1e-10, abs=1e-15)
         z = 1.959963984540054  # Phi^-1(0.975)
         assert est.upper == pytest.approx(min(1.0, est.estimate + z * est.std_error), rel=1e-12)
@@ -142,7 +147,7 @@ def test_n_hat_equal_n_falls_back_to_mcdiarmid() -> None:
     assert est.interval == "mcdiarmid"
     assert "McDiarmid" in est.note
     assert est.upper == min(1.0, est.estimate + est.mcdiarmid_radius)
-    sym = estimate_statistical_exposure([4, 4], n=4, k=2)  # by symmetry every S_(i) is equal: V_ES = 0
+    sym = estimate_statistical_exposure([4, 4], n=4, k=2, interval="jackknife")  # by symmetry every S_(i) is equal: V_ES = 0
     assert sym.std_error == 0.0
     assert sym.interval == "mcdiarmid"
     assert sym.upper - sym.lower > 0

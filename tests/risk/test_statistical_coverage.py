@@ -62,3 +62,31 @@ def test_plugin_case_says_no_interval() -> None:
         assert math.isnan(est.lower)
         assert math.isnan(est.upper)
         assert "no valid interval" in str(est)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "p", "n_hat", "n", "k", "expected"),
+    [
+        # exposure near 1 on small samples: the jackknife covered 0.33 (n_hat = 30) and 0.72 (200)
+        ("uniform-100-tiny", np.full(100, 1 / 100), 30, 15, 3, "mcdiarmid"),
+        ("uniform-1000-small", np.full(1000, 1 / 1000), 200, 100, 3, "mcdiarmid"),
+        ("uniform-1000-300", np.full(1000, 1 / 1000), 300, 150, 3, "jackknife"),
+        ("zipf-0.8-300", _zipf(500, 0.8), 300, 150, 3, "jackknife"),
+    ],
+)
+def test_small_samples_get_an_interval_that_covers(
+    name: str, p: np.ndarray, n_hat: int, n: int, k: int, expected: str
+) -> None:
+    truth = statistical_exposure(p, n=n, k=k)
+    samples = np.random.default_rng(len(name) * 31).multinomial(n_hat, p, size=REPS)
+    hits = used = 0
+    for c in samples:
+        est = estimate_statistical_exposure(c, n=n, k=k, delta=DELTA)
+        if est.interval != expected:  # a symmetric sample also falls back (all leave-one-outs equal)
+            assert est.interval == "mcdiarmid"
+            assert "leave-one-out" in est.note
+        used += 1
+        hits += est.lower <= truth <= est.upper
+    assert used == REPS
+    assert hits / REPS >= 1 - DELTA - 0.03, f"{name}: coverage {hits / REPS:.3f}"

@@ -22,7 +22,7 @@ BoundMethod: TypeAlias = Literal["lower", "support", "theorem2", "theorem3", "be
 BOUND_METHODS: tuple[str, ...] = ("lower", "support", "theorem2", "theorem3", "best")
 UPPER_METHODS: tuple[str, ...] = ("support", "theorem2", "theorem3", "best")
 
-IntervalMethod: TypeAlias = Literal["jackknife", "mcdiarmid"]
+IntervalMethod: TypeAlias = Literal["auto", "jackknife", "mcdiarmid"]
 """Confidence interval of the statistical-exposure estimate (anonymity notes §3)."""
 
 # float64 t * n can land just below an integer (0.29 * 100 = 28.999999999999996); t = k / n must
