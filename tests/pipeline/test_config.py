@@ -86,8 +86,8 @@ def test_defaults_mean_the_bundled_adult_data() -> None:
         ({"input": "x.csv", "read": {"na_values": [-9.5]}}, r"read.na_values: -9.5 \(float\) is not a string; quote each value"),
         ({"input": "x.csv", "read": ";"}, "read: expected a mapping"),
         ({"read": {"encoding": "latin-1"}}, "the reading options apply to a file given as input; the bundled Adult data"),
-        ({"missing": -9}, r"missing: -9 is not one of value, drop .* read, e.g. read: \{na_values: \['-9', NA, ''\]\}"),
-        ({"missing": "error"}, "missing: 'error' is not one of value, drop"),
+        ({"missing": -9}, r"missing: -9 is not one of value or drop .* read, e.g. read: \{na_values: \['-9', NA, ''\]\}"),
+        ({"missing": "error"}, "missing: 'error' is not one of value or drop"),
     ],
 )
 def test_errors_name_the_key_the_value_and_the_fix(raw: object, message: str) -> None:

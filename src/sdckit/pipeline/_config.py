@@ -377,7 +377,7 @@ class PipelineConfig(_Strict):
     def _missing_is_a_policy(cls, v: Any) -> Any:
         if v not in ("value", "drop", "error") and isinstance(v, (str, int)) and not isinstance(v, bool):
             raise ValueError(
-                f"{v!r} is not one of value, drop (the missing-value policy); the strings that mean missing "
+                f"{v!r} is not one of value or drop (the missing-value policy); the strings that mean missing "
                 f"in the file go under read, e.g. read: {{na_values: ['{v}', NA, '']}}."
             )
         return v  # other values get the usual "is not one of" message
