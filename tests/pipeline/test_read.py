@@ -236,3 +236,17 @@ def test_options_a_format_does_not_use_are_refused(tmp_path: Path) -> None:
     # the defaults, and a plain read of the same file, are fine
     result = run_pipeline(parse_config({"input": str(path), "quasi_identifiers": ["b"], "k": 2}), report=False)
     assert result.protected.height == 4
+
+
+def test_cli_report_takes_the_reading_options(survey_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    args = ["report", str(survey_csv), "-q", "region,sex,age_group", "--numeric", "income,hours", "--k", "3",
+            "-o", str(out), "--json"]
+    r = runner.invoke(app, [*args, "--separator", ";", "--encoding", "latin-1", "--decimal", ",", "--na-values", "-9,"])
+    assert r.exit_code == 0, r.output
+    sidecar = json.loads(Path(json.loads(r.stdout)["sidecar"]).read_text())
+    assert sidecar["parameters"]["read"] == READ
+    r = runner.invoke(app, args[:-1])  # without them: the Latin-1 file is refused in the command line's words
+    assert r.exit_code == 1
+    err = " ".join(r.stderr.split())
+    assert "Give its encoding, e.g. --encoding latin-1, or save it as UTF-8." in err

@@ -122,6 +122,8 @@ def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str, int]:
     try:
         data = read_data(config.input, missing=config.missing, **config.read.read_kwargs())
     except UnreadableInputError as err:  # its fix in the words of a pipeline file, not of the command line
+        if config.source == "the command line":
+            raise
         raise UnreadableInputError(f"{config.source}: input: {_pipeline_words(str(err))}") from None
     frame = data.frame
     native = frame.to_native() if not data.is_lazy else frame.collect().to_native()  # type: ignore[union-attr]
