@@ -102,12 +102,10 @@ class ColumnNotFoundError(InputError):
 class NonNumericColumnError(InputError):
     """A column that must hold numbers but holds something else."""
 
-    def __init__(self, column: str, value: object, row: int | None = None) -> None:
+    def __init__(self, column: str, value: object, row: int | None = None, *, fix: str | None = None) -> None:
         where = f" (row {row})" if row is not None else ""
-        super().__init__(
-            f"column {column!r} must be numeric but holds {value!r}{where}. "
-            "Recode it as numbers or leave it out of the numeric columns."
-        )
+        fix = fix or "Recode it as numbers or leave it out of the numeric columns."
+        super().__init__(f"column {column!r} must be numeric but holds {value!r}{where}. {fix}")
         self.column = column
         self.value = value
         self.row = row

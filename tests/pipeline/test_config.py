@@ -80,6 +80,14 @@ def test_defaults_mean_the_bundled_adult_data() -> None:
         ({"steps": [{"noise": {}, "suppress": {}}]}, "each step is one of"),
         ({"output": {"html": "x"}}, "output: unknown key 'html'"),
         (["not", "a", "mapping"], "expected a mapping"),
+        ({"input": "x.csv", "separator": ";"}, r"unknown key 'separator': reading options go under read, e.g. read: \{separator: ';'\}"),
+        ({"input": "x.csv", "read": {"delimiter": ";"}}, r"<dict>.read: unknown key 'delimiter'. Did you mean 'separator'"),
+        ({"input": "x.csv", "read": {"decimal": ",", "separator": ","}}, "decimal: ',' and separator: ',' cannot both hold"),
+        ({"input": "x.csv", "read": {"na_values": [-9.5]}}, r"read.na_values: -9.5 \(float\) is not a string; quote each value"),
+        ({"input": "x.csv", "read": ";"}, "read: expected a mapping"),
+        ({"read": {"encoding": "latin-1"}}, "the reading options apply to a file given as input; the bundled Adult data"),
+        ({"missing": -9}, r"missing: -9 is not one of value or drop .* read, e.g. read: \{na_values: \['-9', NA, ''\]\}"),
+        ({"missing": "error"}, "missing: 'error' is not one of value or drop"),
     ],
 )
 def test_errors_name_the_key_the_value_and_the_fix(raw: object, message: str) -> None:
@@ -145,3 +153,13 @@ def test_microaggregate_within_strata_of_the_quasi_identifiers() -> None:
     assert (step.strata, step.small_strata) == ("quasi_identifiers", "merge")
     with pytest.raises(ConfigError, match="small_strata: 'drop' is not one of merge or error"):
         parse_config({"steps": [{"microaggregate": {"small_strata": "drop"}}]})
+
+
+def test_read_section_values() -> None:
+    cfg = parse_config({"input": "x.csv", "read": {"separator": "tab", "na_values": [-9, "NA", " . "], "encoding": "cp1252"}})
+    assert (cfg.read.separator, cfg.read.na_values, cfg.read.encoding) == ("\t", ("-9", "NA", "."), "cp1252")
+    assert parse_config({"input": "x.csv", "read": {"separator": "\\t"}}).read.separator == "\t"  # YAML '\t'
+    assert parse_config({"input": "x.csv", "read": {"na_values": "-9, NA,"}}).read.na_values == ("-9", "NA", "")
+    assert parse_config({"input": "x.csv", "read": None}).read.is_default
+    assert parse_config({}).to_dict()["read"] == {"separator": None, "encoding": "utf-8", "decimal": ".",
+                                                  "na_values": ["", "NA", "NaN"]}

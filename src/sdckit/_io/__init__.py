@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         read_path,
     )
     from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
-    from sdckit._io._write import check_output_path, write_table, writing
+    from sdckit._io._write import check_output_path, read_back_options, write_table, writing
 
 _WHERE = {
     "ReadOptions": "_formats",
@@ -50,6 +50,7 @@ _WHERE = {
     "check_numeric": "_select",
     "read_data": "_select",
     "check_output_path": "_write",
+    "read_back_options": "_write",
     "write_table": "_write",
     "writing": "_write",
 }
@@ -76,6 +77,7 @@ __all__ = [
     "is_lazy",
     "like_input",
     "native_kind",
+    "read_back_options",
     "read_data",
     "read_path",
     "write_table",

@@ -60,6 +60,17 @@ def writing(path: str | os.PathLike[str]) -> Iterator[Path]:
 _WRITERS = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".jsonl", ".ndjson")
 
 
+def read_back_options(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The :func:`~sdckit._io.read_data` keywords that read a file :func:`write_table` wrote as written.
+
+    Whatever options read the input, the written text file is UTF-8, comma-separated (tab for
+    ``.tsv``) with ``.`` decimals, a missing value an empty field and an empty text a quoted ``""``:
+    so only the empty field is missing, and a text value ``NA`` or ``-9`` stays a value.
+    """
+    separator = "\t" if Path(path).name.lower().endswith(".tsv") else ","
+    return {"separator": separator, "encoding": "utf-8", "decimal": ".", "na_values": ("",)}
+
+
 def write_table(frame: Any, path: str | os.PathLike[str]) -> Path:
     """Write a polars DataFrame by the path's ending: Parquet, CSV (optionally ``.gz``), TSV, JSON lines.
 

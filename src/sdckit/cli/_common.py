@@ -38,6 +38,7 @@ def _cli_words(message: str) -> str:
     """A library message in the words of the command line: ``decimal=','`` -> ``--decimal ','``,
     ``missing='drop'`` -> ``--missing drop``."""
     message = re.sub(r"\bPass missing=(['\"])(\w+)\1", r"Pass --missing \2", message)
+    message = re.sub(r" \((?:separator|encoding|decimal)=[^)]* in Python\)", "", message)  # the option is named already
     return re.sub(r"\b(separator|encoding|decimal)=", lambda m: f"--{m.group(1)} ", message)
 
 

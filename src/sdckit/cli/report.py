@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stderr, stdout
+from sdckit.cli._common import (
+    JSON_HELP,
+    handles_errors,
+    parse_columns,
+    print_json,
+    progress,
+    reads_data,
+    stderr,
+    stdout,
+)
 
 # one tick per stage of run_pipeline/assemble_report: plan, steps..., 6 sections
 _STAGES = 8
@@ -20,6 +30,7 @@ def register(app: typer.Typer) -> None:
 
 
 @handles_errors
+@reads_data
 def report(
     data: Path | None = typer.Argument(
         None, help="A CSV, Parquet or JSON-lines file (default: the bundled UCI Adult data)."
@@ -40,6 +51,7 @@ def report(
         help="Also run this many users through the shuffle protocol on loopback and report it.",
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    read: Any = None,  # filled by @reads_data
 ) -> None:
     """Write the self-contained HTML report: the release measured beside the input, risk, plan, masking, summary.
 
@@ -55,6 +67,11 @@ def report(
         overrides["source"] = "the command line"
     if data is not None:
         overrides["input"] = str(data)
+    from sdckit._io import ReadOptions
+
+    if read is not None and read != ReadOptions():  # the options given override the file's read section
+        overrides["read"] = {"separator": read.separator, "encoding": read.encoding, "decimal": read.decimal,
+                             "na_values": read.na_values}
     for key, text in (("quasi_identifiers", quasi_identifiers), ("numeric", numeric), ("sensitive", sensitive),
                       ("weight", weight), ("identifiers", identifiers), ("keep", keep)):
         if text is not None:

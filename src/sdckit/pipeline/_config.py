@@ -20,6 +20,7 @@ A column with no role is not released, and the report lists it.
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import json
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ __all__ = [
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
+    "ReadSection",
     "Step",
     "SuppressStep",
     "load_config",
@@ -187,6 +189,126 @@ class AnonymizeStep(_Strict):
 Step = MicroaggregateStep | NoiseStep | SuppressStep | AnonymizeStep
 
 
+DEFAULT_NA_VALUES: tuple[str, ...] = ("", "NA", "NaN")
+"""The strings read as missing when ``read.na_values`` is not given (those of ``sdckit._io.read_data``)."""
+
+
+class ReadSection(_Strict):
+    """How the input file is read: the options of :func:`sdckit._io.read_data` and of every command's
+    ``--separator``, ``--encoding``, ``--decimal`` and ``--na-values``, under the same names.
+
+    They apply to text files (CSV, TSV, ``.txt``, ``.gz`` allowed); ``na_values`` also to
+    spreadsheets and ``encoding`` also to SPSS, Stata and SAS files.
+    """
+
+    known_as: ClassVar[dict[str, str]] = {
+        "sep": "separator", "delimiter": "separator", "delim": "separator",
+        "null_values": "na_values", "na": "na_values", "na_strings": "na_values", "missing_values": "na_values",
+        "decimal_mark": "decimal", "decimal_comma": "decimal",
+    }
+    unsupported: ClassVar[dict[str, str]] = {
+        "sheet": "a spreadsheet is read from its first sheet; save the sheet you mean as a file of its own (or as CSV)",
+        "sheet_name": "a spreadsheet is read from its first sheet; save the sheet you mean as a file of its own (or as CSV)",
+    }
+
+    separator: Text | None = None
+    """The field separator, one character (``tab`` or ``\\t`` for a tab); None sniffs it (comma, semicolon,
+    tab or bar)."""
+    encoding: Text = "utf-8"
+    """The text encoding, e.g. ``utf-8`` (a byte-order mark is skipped), ``latin-1``, ``cp1252``."""
+    decimal: Text = "."
+    """The decimal mark, ``.`` or ``,`` (then the separator cannot be a comma)."""
+    na_values: tuple[Text, ...] = DEFAULT_NA_VALUES
+    """The strings that mean missing (after surrounding blanks are stripped); they replace the default
+    empty, ``NA`` and ``NaN``, so list those too if the file also uses them."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_names(cls, raw: Any) -> Any:
+        if isinstance(raw, Mapping):
+            for key in raw:
+                if key in cls.known_as:
+                    raise ValueError(f"unknown key {str(key)!r}. Did you mean {cls.known_as[key]!r}?")
+                if key in cls.unsupported:
+                    raise ValueError(f"unknown key {str(key)!r}: {cls.unsupported[key]}.")
+        return raw
+
+    @field_validator("separator", mode="before")
+    @classmethod
+    def _separator(cls, v: Any) -> Any:
+        if v in ("tab", "TAB", "\\t"):  # YAML keeps '\t' in single quotes as backslash and t
+            return "\t"
+        if isinstance(v, str) and len(v) != 1:
+            raise ValueError(
+                f"{v!r} is not one character; give the one character between fields, e.g. separator: ';' "
+                "or separator: tab (leave the key out to sniff it)."
+            )
+        return v
+
+    @field_validator("encoding", mode="before")
+    @classmethod
+    def _encoding(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                codecs.lookup(v)
+            except LookupError:
+                raise ValueError(
+                    f"{v!r} is not an encoding Python knows; use e.g. utf-8, latin-1 or cp1252."
+                ) from None
+        return v
+
+    @field_validator("decimal", mode="before")
+    @classmethod
+    def _decimal(cls, v: Any) -> Any:
+        if isinstance(v, str) and v not in (".", ","):
+            raise ValueError(f"{v!r} is not a decimal mark; use '.' or ','.")
+        return v
+
+    @field_validator("na_values", mode="before")
+    @classmethod
+    def _na_values(cls, v: Any) -> Any:
+        """``"-9, NA"`` is split on commas (as ``--na-values``); YAML's ``-9`` is the string ``-9``."""
+        if isinstance(v, str):
+            return [s.strip() for s in v.split(",")]
+        if isinstance(v, (list, tuple)):
+            out = []
+            for item in v:
+                if isinstance(item, int) and not isinstance(item, bool):
+                    out.append(str(item))
+                elif isinstance(item, str):
+                    out.append(item.strip())
+                else:
+                    raise ValueError(
+                        f"{item!r} ({type(item).__name__}) is not a string; quote each value as it is written in "
+                        f"the file, e.g. na_values: ['-9', '{item}', NA]."
+                    )
+            return out
+        return v
+
+    @model_validator(mode="after")
+    def _decimal_comma_needs_another_separator(self) -> ReadSection:
+        if self.decimal == "," and self.separator == ",":
+            raise ValueError(
+                "decimal: ',' and separator: ',' cannot both hold: a file with decimal commas separates its "
+                "fields with another character; write e.g. separator: ';'."
+            )
+        return self
+
+    @property
+    def is_default(self) -> bool:
+        """True when every option has its default (the file is read as any command reads it)."""
+        return self == ReadSection()
+
+    def read_kwargs(self) -> dict[str, Any]:
+        """The keywords of :func:`sdckit._io.read_data`."""
+        return {"separator": self.separator, "encoding": self.encoding, "decimal": self.decimal,
+                "na_values": self.na_values}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for the report sidecar."""
+        return {**self.read_kwargs(), "na_values": list(self.na_values)}
+
+
 class Output(_Strict):
     data: Text | None = None
     report: Text | None = "report.html"
@@ -197,6 +319,8 @@ class PipelineConfig(_Strict):
 
     input: Text | None = None
     """Path of the data (CSV, Parquet, JSON lines); None or ``adult`` for the bundled Adult data."""
+    read: ReadSection = Field(default_factory=ReadSection)
+    """How the input file is read (separator, encoding, decimal mark, strings that mean missing)."""
     name: Text = DEFAULT_NAME
     """Title of the report."""
     quasi_identifiers: Columns | None = None
@@ -242,6 +366,30 @@ class PipelineConfig(_Strict):
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
+
+    @field_validator("read", mode="before")
+    @classmethod
+    def _empty_read(cls, v: Any) -> Any:
+        return {} if v is None else v  # `read:` with nothing under it
+
+    @field_validator("missing", mode="before")
+    @classmethod
+    def _missing_is_a_policy(cls, v: Any) -> Any:
+        if v not in ("value", "drop", "error") and isinstance(v, (str, int)) and not isinstance(v, bool):
+            raise ValueError(
+                f"{v!r} is not one of value or drop (the missing-value policy); the strings that mean missing "
+                f"in the file go under read, e.g. read: {{na_values: ['{v}', NA, '']}}."
+            )
+        return v  # other values get the usual "is not one of" message
+
+    @model_validator(mode="after")
+    def _read_options_need_a_file(self) -> PipelineConfig:
+        if self.uses_adult and not self.read.is_default:
+            raise ValueError(
+                "read: the reading options apply to a file given as input; the bundled Adult data is read "
+                "as it is. Give input: your_file.csv, or leave read out."
+            )
+        return self
 
     @model_validator(mode="after")
     def _roles_do_not_clash(self) -> PipelineConfig:
@@ -293,6 +441,7 @@ class PipelineConfig(_Strict):
         """Plain data, for the report sidecar."""
         return {
             "input": self.input or "adult",
+            "read": self.read.to_dict(),
             "name": self.name,
             "quasi_identifiers": list(self.quasi_identifiers or ()),
             "numeric": list(self.numeric or ()),
@@ -426,6 +575,11 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
     except ValidationError as err:
         raise _config_error(err, f"{source}.output") from None
     for key in obj:
+        if key in ReadSection.allowed_keys():
+            raise ConfigError(
+                f"{source}: unknown key {str(key)!r}: reading options go under read, e.g. "
+                f"read: {{{key}: {obj[key]!r}}}."
+            )
         if key not in PipelineConfig.allowed_keys():
             allowed = [*PipelineConfig.allowed_keys(), "steps", "output"]
             renamed = {"epsilon": "steps[].noise.max_leakage_nats"}

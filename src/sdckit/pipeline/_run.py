@@ -11,6 +11,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,8 +22,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from sdckit._io import check_numeric, read_data, write_table
-from sdckit.errors import ConfigError, SdcError
+from sdckit._io import check_numeric, read_back_options, read_data, write_table
+from sdckit.errors import ConfigError, NonNumericColumnError, SdcError, UnreadableInputError
 from sdckit.microagg._relations import (
     LinearRelation,
     LinearRelationError,
@@ -35,6 +37,7 @@ from sdckit.pipeline._config import (
     MicroaggregateStep,
     NoiseStep,
     PipelineConfig,
+    ReadSection,
     Step,
     SuppressStep,
     _near,
@@ -115,12 +118,53 @@ def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str, int]:
 
         return load_adult(), "UCI Adult (bundled, 32,561 rows; Becker & Kohavi 1996, CC BY 4.0)", 0
     assert config.input is not None
-    data = read_data(config.input, missing=config.missing)
+    _check_read_applies(config)
+    try:
+        data = read_data(config.input, missing=config.missing, **config.read.read_kwargs())
+    except UnreadableInputError as err:  # its fix in the words of a pipeline file, not of the command line
+        if config.source == "the command line":
+            raise
+        raise UnreadableInputError(f"{config.source}: input: {_pipeline_words(str(err))}") from None
     frame = data.frame
     native = frame.to_native() if not data.is_lazy else frame.collect().to_native()  # type: ignore[union-attr]
     if not isinstance(native, pl.DataFrame):  # pragma: no cover - paths are read with polars
         native = pl.DataFrame(native)
     return native, Path(config.input).name, int(data.n_dropped or 0)
+
+
+_READ_APPLIES = {"csv": ("separator", "encoding", "decimal", "na_values"), "tsv": ("separator", "encoding", "decimal",
+                 "na_values"), "excel": ("na_values",), "stat": ("encoding",)}
+"""The ``read`` options each input format uses (text files all; spreadsheets the missing markers; SPSS,
+Stata and SAS files the encoding); Parquet, JSON lines and R files none."""
+
+
+def _check_read_applies(config: PipelineConfig) -> None:
+    """Refuse a reading option the input's format ignores: a ``na_values: ['-9']`` that does not apply
+    would leave -9 counted as a value, and the figures would be of other data than the user meant."""
+    from sdckit._io._frames import _format_of
+
+    assert config.input is not None
+    default = ReadSection()
+    given = [key for key in ReadSection.allowed_keys() if getattr(config.read, key) != getattr(default, key)]
+    if not given:
+        return
+    fmt = _format_of(Path(config.input))
+    ignored = [key for key in given if key not in _READ_APPLIES.get(fmt, ())]
+    if ignored:
+        uses = _READ_APPLIES.get(fmt, ())
+        what = f"only {', '.join(f'read.{u}' for u in uses)} applies to it" if uses else "no reading option applies to it"
+        raise ConfigError(
+            f"{config.source}: read.{ignored[0]}: {Path(config.input).name!r} is not a text file ({what}); leave "
+            f"read.{ignored[0]} out, or give a CSV file as input."
+        )
+
+
+def _pipeline_words(message: str) -> str:
+    """A reading error's fix in the words of a pipeline file: ``--separator ';' (separator=';' in
+    Python)`` -> ``read: {separator: ';'}``."""
+    message = re.sub(r" \((?:separator|encoding|decimal)=[^)]* in Python\)", "", message)
+    message = message.replace("--na-values", "--na_values")
+    return re.sub(r"--(separator|encoding|decimal|na_values) ('[^']*'|[\w-]+)", r"read: {\1: \2}", message)
 
 
 def _check_columns(frame: pl.DataFrame, columns: Sequence[str], key: str, source: str) -> None:
@@ -224,7 +268,16 @@ def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[Pipelin
 
 def _numeric_columns(frame: pl.DataFrame, columns: Sequence[str]) -> NDArray[np.float64]:
     """The columns as floats; a text column or a missing value raises its precise error."""
-    X, _ = check_numeric(frame, list(columns), missing="error")
+    try:
+        X, _ = check_numeric(frame, list(columns), missing="error")
+    except NonNumericColumnError as err:  # often a reading option: a decimal comma, a missing-value marker
+        value = str(err.value).strip()
+        if re.fullmatch(r"[-+]?\d[\d.]*,\d+", value):
+            hint = "The file's decimal mark looks like a comma: read it with read: {decimal: ','}."
+        else:
+            hint = (f"If {value!r} means missing, list it under read, e.g. read: {{na_values: ['{value}', NA, '']}}; "
+                    "otherwise leave the column out of the numeric columns.")
+        raise NonNumericColumnError(err.column, err.value, err.row, fix=hint) from None
     return X
 
 
@@ -549,6 +602,30 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     return result
 
 
+def _measure_written(path: Path, config: PipelineConfig) -> ReleaseMeasure:
+    """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
+    wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
+    written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
+    reread = read_data(str(path), **read_back_options(path)).frame.to_native()
+    if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
+        reread = pl.DataFrame(reread)
+    return measure_release(
+        reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
+        sensitive=config.sensitive or (),
+    )
+
+
+def _stated_figures(measure: ReleaseMeasure) -> dict[str, Any]:
+    """The figures of a release the report states, to compare the file as written with the release in
+    memory: everything but interval disclosure and the fixes (they need the input beside the release)."""
+    return {key: value for key, value in measure.to_dict().items() if key not in ("interval_disclosure", "fixes")}
+
+
+def _same(value: Any) -> str:
+    """A figure as comparable text (NaN equals NaN)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def write_outputs(result: PipelineResult) -> dict[str, Path]:
     """Write the protected data (unless refused over budget) and the report; return what was written.
 
@@ -561,21 +638,18 @@ def write_outputs(result: PipelineResult) -> dict[str, Path]:
     if cfg.output_data and not result.refused:
         path = write_table(result.protected, cfg.output_data)
         written["data"] = path
-        reread = read_data(str(path)).frame.to_native()
-        if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
-            reread = pl.DataFrame(reread)
-        again = measure_release(
-            reread, quasi_identifiers=cfg.quasi_identifiers or (), k=cfg.k, budget=cfg.budget,
-            sensitive=cfg.sensitive or (),
-        )
+        again = _measure_written(path, cfg)
         measured = result.release_measure
-        if measured is not None and (again.exposure_at_k, again.k_anonymity) != (measured.exposure_at_k, measured.k_anonymity):
-            path.unlink()
-            raise ConfigError(
-                f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
-                f"(exposure at k {again.exposure_at_k:.6f} against {measured.exposure_at_k:.6f}); it was removed. "
-                "Write Parquet, which keeps every value exactly."
-            )
+        if measured is not None:
+            before, after = _stated_figures(measured), _stated_figures(again)
+            differ = next((key for key in before if _same(before[key]) != _same(after[key])), None)
+            if differ is not None:
+                path.unlink()
+                raise ConfigError(
+                    f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
+                    f"({differ} {after[differ]!r} against {before[differ]!r}); it was removed. "
+                    "Write Parquet, which keeps every value exactly."
+                )
         if "release_check" in {s.id for s in result.report.sections}:
             section = next(s for s in result.report.sections if s.id == "release_check")
             section.data["verified_on_written_file"] = str(path)

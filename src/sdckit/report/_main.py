@@ -212,6 +212,12 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
     qis = list(config.quasi_identifiers or ())
     numeric = list(config.numeric or ())
     inputs: dict[str, Any] = {"data": result.source_name, "rows": frame.height}
+    if not config.read.is_default:  # how the file was read, beside its name (all of it is under parameters.read)
+        read = config.read
+        inputs["read with"] = (
+            f"separator {read.separator or 'sniffed'!r}, encoding {read.encoding}, decimal {read.decimal!r}, "
+            f"missing: {', '.join(map(repr, read.na_values)) or 'none'}"
+        )
     if result.n_dropped:
         inputs["rows dropped (missing values)"] = result.n_dropped
     rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
