@@ -419,3 +419,23 @@ def test_top_code_defaults_to_the_numeric_columns_and_counts_as_masking(tmp_path
     # top-coding one side of total = a + b, with b and total released as they are, is refused
     with pytest.raises(ConfigError, match="total"):
         run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}), report=False)
+
+
+def test_the_adult_pipeline_is_refused_when_a_missing_cell_is_a_value(tmp_path: Path) -> None:
+    """examples/pipelines/adult.yaml meets its budget with suppressed cells matching any value; read as
+    a value of their own (missing_semantics: value) 34.1 % of users are in groups < 5: refused."""
+    import yaml
+
+    from sdckit.pipeline import parse_config, run_pipeline
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw.pop("output", None)
+    strict = run_pipeline(parse_config({**raw, "missing_semantics": "value"}), report=False)
+    measure = strict.release_measure
+    assert measure is not None
+    assert measure.missing_semantics == "value"
+    assert measure.exposure_at_k == pytest.approx(0.341, abs=5e-4)
+    assert strict.refused
+    assert any("recode" in fix for fix in measure.fixes)
+    assert parse_config({**raw, "missing_semantics": "value"}).to_dict()["missing_semantics"] == "value"

@@ -154,3 +154,22 @@ def test_missing_cells_also_reported_as_a_value_of_their_own() -> None:
     assert "read as a value of its own, 33.3" in verdict(m, allow_over_budget=False)
     full = pl.DataFrame({"q1": ["a", "a"], "q2": ["x", "x"]})
     assert measure_release(full, quasi_identifiers=["q1", "q2"], k=2, budget=0.0).exposure_missing_as_value is None
+
+
+def test_missing_semantics_value_groups_a_missing_cell_as_a_value_everywhere() -> None:
+    release = pl.DataFrame({"q1": ["a", "a", "a", "a", None, "b"], "q2": ["x", "x", "x", "x", "x", "y"]})
+    m = measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.2, missing_semantics="value")
+    # brute force: a missing cell is one more value
+    sizes = [sum(r == s for s in release.iter_rows()) for r in release.iter_rows()]
+    assert m.missing_semantics == "value"
+    assert m.exposure_at_k == pytest.approx(sum(x < 2 for x in sizes) / len(sizes))  # 2/6
+    assert m.k_anonymity == min(sizes) == 1
+    assert m.n_unique == sum(x == 1 for x in sizes)
+    assert m.exposure_missing_as_value is None  # the headline already is that reading
+    assert not m.within_budget  # 2/6 > 0.2, while the wildcard reading (1/6) is within it
+    assert measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.2).within_budget
+    from sdckit.report._release_check import verdict
+
+    assert "counted as a value of its own" in verdict(m, allow_over_budget=False)
+    with pytest.raises(InputError, match="missing_semantics"):
+        measure_release(release, quasi_identifiers=["q1"], k=2, budget=0.2, missing_semantics="strict")

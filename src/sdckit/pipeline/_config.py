@@ -343,6 +343,11 @@ class PipelineConfig(_Strict):
     """Bound used by the planner (see ``sdckit.risk.joint_exposure_bound``)."""
     missing: Literal["value", "drop"] = "value"
     """Missing values as a value of their own (default) or rows dropped."""
+    missing_semantics: Literal["wildcard", "value"] = "wildcard"
+    """How the release check groups a missing (suppressed) quasi-identifier cell: ``wildcard`` (it
+    matches any value, sdcMicro's rule; the other reading is stated beside the headline) or
+    ``value`` (a value of its own, as an attacker who reads "suppressed" as a category would): then
+    the budget and every group figure use that stricter reading."""
     seed: Annotated[int, Field(strict=True, ge=0)] = DEFAULT_SEED
     """Seed of every random step."""
     simulate_protocol: Annotated[int, Field(strict=True, ge=0)] = 0
@@ -453,6 +458,7 @@ class PipelineConfig(_Strict):
             "budget": self.budget,
             "bound_method": self.bound_method,
             "missing": self.missing,
+            "missing_semantics": self.missing_semantics,
             "seed": self.seed,
             "simulate_protocol": self.simulate_protocol,
             "allow_over_budget": self.allow_over_budget,

@@ -583,12 +583,13 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     sensitive = list(config.sensitive or ())
     input_measure = measure_release(
         frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
-        sensitive=sensitive,
+        sensitive=sensitive, missing_semantics=config.missing_semantics,
     )
     masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric()]
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
+        missing_semantics=config.missing_semantics,
     )
     result = PipelineResult(
         config=config, protected=protected, plan=plan, steps=tuple(logs), report=Report(config.name), roles=roles,
@@ -611,7 +612,7 @@ def _measure_written(path: Path, config: PipelineConfig) -> ReleaseMeasure:
         reread = pl.DataFrame(reread)
     return measure_release(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
-        sensitive=config.sensitive or (),
+        sensitive=config.sensitive or (), missing_semantics=config.missing_semantics,
     )
 
 

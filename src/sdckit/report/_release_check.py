@@ -42,6 +42,11 @@ def _l_text(measure: ReleaseMeasure) -> str:
 
 def _missing_note(release: ReleaseMeasure) -> str:
     """How the missing cells were counted, and what the figure is if one reads them as a value."""
+    if release.n_missing_cells and release.missing_semantics == "value":
+        return (
+            f" Each of the {release.n_missing_cells:,} missing quasi-identifier cells is counted as a value of "
+            "its own (missing_semantics: value), the stricter reading."
+        )
     strict = getattr(release, "exposure_missing_as_value", None)
     if not release.n_missing_cells or strict is None:
         return ""

@@ -62,7 +62,8 @@ class ReleaseMeasure:
     n_groups: int
     """Distinct combinations of the quasi-identifiers (with ``*`` or a missing value as a value)."""
     missing_semantics: str
-    """How a missing (suppressed) cell is counted: ``wildcard`` (it matches any value)."""
+    """How a missing (suppressed) cell is counted in every figure above and in the budget:
+    ``wildcard`` (it matches any value, sdcMicro's convention) or ``value`` (a value of its own)."""
     n_missing_cells: int = 0
     """Missing cells among the released quasi-identifiers (suppressed, or missing in the input)."""
     exposure_missing_as_value: float | None = None
@@ -207,6 +208,7 @@ def measure_release(
     sensitive: Sequence[str] = (),
     original: pl.DataFrame | None = None,
     masked: Sequence[str] = (),
+    missing_semantics: str = "wildcard",
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -220,6 +222,11 @@ def measure_release(
     sensitive : sensitive columns, for l-diversity.
     original : the input rows in the same order, for interval disclosure of ``masked`` columns.
     masked : numeric columns a masking step changed.
+    missing_semantics : ``"wildcard"`` (default): a missing cell matches any value (sdcMicro's rule
+        for suppressed cells); ``"value"``: a missing cell is a value of its own, as an attacker
+        who reads "suppressed" as a category would group it. Every group figure (k-anonymity,
+        exposure, uniques, the effect of withholding) and the budget use this reading; with
+        ``"wildcard"`` the other reading is also given (``exposure_missing_as_value``).
 
     Notes
     -----
@@ -243,15 +250,21 @@ def measure_release(
         raise InputError(f"k={k!r} must be a whole number >= 1.")
     if not 0.0 <= float(budget) <= 1.0:
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
+    if missing_semantics not in ("wildcard", "value"):
+        raise InputError(
+            f"missing_semantics={missing_semantics!r}: use 'wildcard' (a missing cell matches any value) or "
+            "'value' (a missing cell is a value of its own)."
+        )
+    grouped = _group_sizes if missing_semantics == "wildcard" else _strict_group_sizes
     qis = tuple(c for c in quasi_identifiers if c in release.columns)
-    sizes = _group_sizes(release, qis)
+    sizes = grouped(release, qis)
     n_missing = int(sum(release[c].null_count() for c in qis))
     exposure = _exposure(sizes, k)
     without: dict[str, float] = {}
     if len(qis) > 1 and exposure > budget:
         for c in qis:
             rest = [q for q in qis if q != c]
-            without[c] = _exposure(_group_sizes(release, rest), k)
+            without[c] = _exposure(grouped(release, rest), k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         l_div, l_note = _l_diversity(release, qis, sensitive)
@@ -267,9 +280,11 @@ def measure_release(
         n_below_k=int(np.sum(sizes < k)),
         n_unique=int(np.sum(sizes == 1)),
         n_groups=int(n_groups),
-        missing_semantics="wildcard",
+        missing_semantics=missing_semantics,
         n_missing_cells=n_missing,
-        exposure_missing_as_value=_exposure(_strict_group_sizes(release, qis), k) if n_missing else None,
+        exposure_missing_as_value=(
+            _exposure(_strict_group_sizes(release, qis), k) if n_missing and missing_semantics == "wildcard" else None
+        ),
         l_diversity=l_div,
         l_diversity_note=l_note,
         interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
