@@ -488,6 +488,10 @@ def _plan_lattice(
     recoded_cache: dict[tuple[str, int], dict[Any, int]] = {}
 
     def node_marginals(node: tuple[int, ...]) -> Marginals:
+        if marginals.blocks:  # known joint tables (e.g. the protocol's pair round) are recoded too
+            return marginals.select(cands).recode(
+                {col.name: col.labels[lvl] for col, lvl in zip(cols, node, strict=True) if lvl > 0}
+            )
         counts = {}
         for col, lvl in zip(cols, node, strict=True):
             if (col.name, lvl) not in recoded_cache:
