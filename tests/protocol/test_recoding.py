@@ -9,20 +9,19 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sdckit.cli import app
-from sdckit.errors import ConfigError, InputError, ParameterError
+from sdckit.errors import ConfigError, InfeasibleError, InputError, ParameterError
 from sdckit.protocol import (
     REDACTED,
     Analyst,
-    CollectionSpec,
     PairQueries,
     PairQuery,
-    PrivateKey,
     PublishedPlan,
     Shuffler,
-    User,
     decide_plan,
     decode_value,
     encode_value,
@@ -37,11 +36,12 @@ from sdckit.protocol._spec import MAX_RECODED_VALUES
 from sdckit.protocol._wire import SALT_LENGTH, pack_row_length
 from sdckit.risk import Marginals, plan_release
 
-COLUMNS = ("age", "sex", "race", "marital-status")
+from .conftest import FEATURES
+from .test_parties import KEYS, SPEC, _user  # the same devices and collection as the parties' tests
+
+COLUMNS = FEATURES  # age, sex, race, marital-status
 AGE = {"age": "adult:age"}
 K, BUDGET = 5, 0.05
-KEYS = {role: PrivateKey.generate() for role in ("shuffler", "curator", "analyst")}
-SPEC = CollectionSpec(id="recode-test", features=COLUMNS)
 
 
 def key_counts(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> dict[str, Counter[str]]:
@@ -130,6 +130,41 @@ def test_recoding_follows_the_pair_tables(rows: list[dict[str, Any]]) -> None:
     assert plan.bound == pytest.approx(float(joint_exposure_bound(recoded, k=K)), rel=1e-12)
 
 
+SMALL_HIERARCHY = {
+    str(v): [f"{v // 2 * 2}-{v // 2 * 2 + 1}", "low" if v < 5 else "high", "*"] for v in range(10)
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    table=st.lists(
+        st.tuples(
+            st.integers(0, 9), st.sampled_from(["x", "y", "z", "w"]), st.sampled_from([1.5, 2.5, None])
+        ),
+        min_size=8,
+        max_size=60,
+    ),
+    k=st.integers(2, 4),
+    budget=st.sampled_from([0.0, 0.1, 0.3, 0.45]),
+)
+def test_the_recoded_release_never_exceeds_the_bound(
+    table: list[tuple[int, str, float | None]], k: int, budget: float
+) -> None:
+    """Brute force on small random tables: the exposure of what users send is at most the bound."""
+    data = [{"a": a, "b": b, "c": c} for a, b, c in table]
+    counts = key_counts(data, ("a", "b", "c"))
+    try:
+        plan = decide_plan(counts, collection="x", k=k, budget=budget, hierarchies={"a": SMALL_HIERARCHY})
+    except InfeasibleError:
+        assert len(data) < k
+        return
+    sent = [tuple(plan.generalise(col, row[col]) for col in plan.columns) for row in data]
+    assert all(v is not REDACTED for r in sent for v in r)
+    assert plan.bound <= budget
+    assert exposure_at_k(sent, k) <= plan.bound + 1e-12
+    assert set(plan.recodings) <= {"a"}
+
+
 def test_key_hierarchy_labels_numbers_by_value_and_names_an_unknown_one() -> None:
     h = key_hierarchy("adult:age", "age", [encode_value(39), encode_value(39.0), encode_value("39"), "null"])
     assert h.table["39"] == h.table["39.0"] == h.table['"39"']
@@ -190,15 +225,6 @@ def test_published_plan_round_trip_with_recodings(plans: tuple[PublishedPlan, Pu
     for bad in hostile:
         with pytest.raises(ConfigError, match="not a published plan"):
             PublishedPlan.from_dict({**d, "recodings": bad})
-
-
-def _user(spec: CollectionSpec = SPEC) -> User:
-    return User(
-        spec,
-        shuffler_key=KEYS["shuffler"].public_key(),
-        curator_key=KEYS["curator"].public_key(),
-        analyst_key=KEYS["analyst"].public_key(),
-    )
 
 
 def test_round2_sends_generalised_values_and_the_analyst_holds_only_those(

@@ -52,7 +52,8 @@ class SimulationResult:
     exposure_at_k: float
     """True share of released rows (0..1) in groups of fewer than k rows on the planned columns."""
     verified: bool
-    """Whether the release equals the round-2 users' rows on the planned columns, as a multiset
+    """Whether the release equals the round-2 users' rows on the planned columns (recoded as the
+    plan says, :meth:`PublishedPlan.generalise`), as a multiset
     (with redaction rules: whether every released row is such a row with some entries redacted,
     checked per column on the counts)."""
     redacted: Mapping[str, int] = field(default_factory=dict)
