@@ -203,6 +203,9 @@ def test_a_row_too_long_for_the_pad_is_refused_at_plan_time(
         decide_plan(
             counts, collection="x", k=K, budget=BUDGET, hierarchies={"age": long_labels}, round2_pad=512
         )
+    huge = {str(a): ["x" * 20_000 + str(a // 20), "*"] for a in range(17, 91)}  # 1.5 MB of labels
+    with pytest.raises(ParameterError, match="bytes in the plan"):
+        decide_plan(counts, collection="x", k=K, budget=BUDGET, hierarchies={"age": huge})
 
 
 def test_published_plan_round_trip_with_recodings(plans: tuple[PublishedPlan, PublishedPlan]) -> None:
@@ -219,6 +222,7 @@ def test_published_plan_round_trip_with_recodings(plans: tuple[PublishedPlan, Pu
         {"age": {"39": "[30, 40)"}},  # not a canonical key
         {"age": {"39": '{"redacted":true}'}},  # the marker is no generalised value
         {"age": {}},
+        {"age": {str(a): encode_value("x" * 20_000) for a in range(60)}},  # over MAX_RECODING_BYTES
         {"age": ["39"]},
         "age",
     ]

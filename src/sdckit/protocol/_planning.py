@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from sdckit.errors import ParameterError
 from sdckit.protocol._spec import (
     MAX_RECODED_VALUES,
+    MAX_RECODING_BYTES,
     PairQueries,
     PairQuery,
     PublishedPlan,
     Redaction,
     Setting,
+    recoding_bytes,
 )
 from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
@@ -382,6 +384,11 @@ def _recoding_plan(
     keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
     plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method, hierarchies=keyed)
     recodings = {c: dict(r["mapping"]) for c, r in plan.recodings.items()}
+    if (size := recoding_bytes(recodings)) > MAX_RECODING_BYTES:
+        raise ParameterError(
+            f"the recodings of {sorted(recodings)} would hold {size:,} bytes in the plan (at most "
+            f"{MAX_RECODING_BYTES:,}); give shorter hierarchy labels or drop a hierarchy"
+        )
     columns = tuple(plan.columns)
     if round2_pad is not None:
         check_row_fits(columns, counts, recodings, round2_pad)

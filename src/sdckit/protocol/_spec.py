@@ -228,6 +228,17 @@ MAX_RECODED_VALUES = 10_000
 """Most values a recoded column's mapping may list (the plan is a signed public document that
 every device fetches: a column with more distinct values is released raw or withheld)."""
 
+MAX_RECODING_BYTES = 1 << 20
+"""Most bytes (UTF-8) the keys and generalised values of a plan's recodings may add up to, so the
+signed plan stays small whatever the values' lengths."""
+
+
+def recoding_bytes(recodings: Mapping[str, Mapping[str, str]]) -> int:
+    """Bytes (UTF-8) of the keys and generalised values of ``recodings``."""
+    return sum(
+        len(key.encode()) + len(label.encode()) for m in recodings.values() for key, label in m.items()
+    )
+
 
 def _recoding_problems(recodings: Mapping[str, Mapping[str, str]], columns: Sequence[str]) -> list[str]:
     """What is wrong with a plan's recodings: columns outside the plan, too many values, or keys
@@ -254,6 +265,8 @@ def _recoding_problems(recodings: Mapping[str, Mapping[str, str]], columns: Sequ
                 return [
                     f"the recoding of {c!r} maps {key[:40]!r} to {label[:40]!r}: not canonical value keys"
                 ]
+    if recoding_bytes(recodings) > MAX_RECODING_BYTES:
+        return [f"the recodings hold more than {MAX_RECODING_BYTES:,} bytes"]
     return []
 
 
