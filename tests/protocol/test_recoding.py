@@ -307,3 +307,25 @@ def test_the_curator_service_takes_builtin_names_or_tables_never_paths() -> None
     for path in ("/etc/passwd", "hierarchies/age.csv"):
         with pytest.raises(ValidationError, match="not a path"):
             PlanRequest(hierarchies={"age": path})
+
+
+@pytest.mark.slow
+@pytest.mark.services
+def test_simulate_with_a_hierarchy_and_the_pair_round(adult: pl.DataFrame) -> None:
+    """The pair tables are recoded with the singles (Marginals.recode): the block bound still holds."""
+    from sdckit.protocol import simulate
+
+    res = simulate(
+        adult.head(2000),
+        ["age", "sex", "race"],
+        k=K,
+        budget=0.1,
+        pairs="auto",
+        hierarchies=AGE,
+        batch_threshold=200,
+    )
+    plan = res.plan
+    assert plan.rounds == ("singles", "pairs", "release")
+    assert "age" in plan.recodings
+    assert res.verified
+    assert res.exposure_at_k <= plan.bound <= 0.1

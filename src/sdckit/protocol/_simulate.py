@@ -382,10 +382,10 @@ def simulate(
         raise ParameterError(f"setting={setting!r}: use 'fixed' or 'statistical'")
     report = progress or (lambda *_: None)
     pad1 = round1_pad or _fitting_pad(256, (pack_feature_length(c, row[c]) for row in rows for c in cols))
-    tables = _hierarchy_tables(hierarchies, cols)
+    recode_tables = _hierarchy_tables(hierarchies, cols)
     longest_label = sum(  # a recoded value is a label or the redaction marker
         max(len(encode_value(x).encode()) for x in [REDACTED, *(x for v in t.values() for x in v)])
-        for t in tables.values()
+        for t in recode_tables.values()
     )
     pad2 = round2_pad or _fitting_pad(
         1024, (pack_row_length(cols, [row[c] for c in cols]) + longest_label for row in rows)
@@ -525,7 +525,7 @@ def simulate(
                         "method": method,
                         "n_release": len(rows2),
                         "local_suppression": local_suppression,
-                        **({"hierarchies": tables} if tables else {}),
+                        **({"hierarchies": recode_tables} if recode_tables else {}),
                     },
                 )
                 if r.status_code != 200:
