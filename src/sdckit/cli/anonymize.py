@@ -38,6 +38,20 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
     return out
 
 
+def hierarchy_options(values: list[str] | None, option: str = "--hierarchy") -> dict[str, str]:
+    """``--hierarchy COLUMN=SOURCE`` (repeatable) as ``{column: source}``; the item ``adult`` stands
+    for every built-in Adult hierarchy (``adult:COLUMN``)."""
+    from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX
+
+    out: dict[str, str] = {}
+    for item in values or []:
+        if item.strip() == "adult":
+            out |= {c: f"{BUILTIN_PREFIX}{c}" for c in ADULT_HIERARCHY_COLUMNS}
+        else:
+            out |= _pairs([item], option)
+    return out
+
+
 def _read_rules(value: str) -> dict[str, Any]:
     """``--rules``: a JSON object, or a .json / .yaml file holding one."""
     path = Path(value)

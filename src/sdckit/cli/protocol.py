@@ -148,11 +148,18 @@ def simulate(
         max=1.0,
         help="Share of users (0..1) the pair tables may expose (default: --budget).",
     ),
+    hierarchy: list[str] | None = typer.Option(
+        None,
+        "--hierarchy",
+        help="COLUMN=SOURCE (ARX-style CSV or built-in adult:COLUMN), or 'adult' for all built-in Adult "
+        "hierarchies: the curator may recode these columns (fixed setting; repeatable).",
+    ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     read: Any = None,  # filled by @reads_data
 ) -> None:
     """Run the rounds (singles, optionally pairs, release) on loopback with three real services and
     verify the release."""
+    from sdckit.cli.anonymize import hierarchy_options
     from sdckit.protocol import simulate as run
 
     cols = parse_columns(columns) or []
@@ -166,6 +173,9 @@ def simulate(
         raise typer.BadParameter("use tokens or open", param_hint="--enrolment")
     if pairs not in (None, "auto"):
         raise typer.BadParameter("use auto (or leave --pairs out)", param_hint="--pairs")
+    hier = hierarchy_options(hierarchy)
+    if any(item.strip() == "adult" for item in hierarchy or []):  # the built-in set: those of the columns
+        hier = {c: h for c, h in hier.items() if c in cols}
     with ExitStack() as stack:
         bars: dict[str, tuple[Any, int]] = {}  # stage -> (advance, users acknowledged so far)
 
@@ -199,6 +209,7 @@ def simulate(
             progress=on_progress,
             pairs=pairs,  # type: ignore[arg-type]
             pairs_budget=pairs_budget,
+            hierarchies=hier or None,
         )
     if as_json:
         print_json(result.to_dict())
@@ -236,10 +247,16 @@ def _render(result: Any) -> None:
         stdout.print(f"  left out [bold]{f}[/]: {why}", highlight=False)
     if plan.redactions:
         stdout.print(f"  {len(plan.redactions)} redaction rule(s); redacted entries: {dict(result.redacted)}")
+    for f, mapping in plan.recodings.items():
+        stdout.print(
+            f"  recoded [bold]{f}[/]: {len(mapping):,} values to {len(set(mapping.values())):,} generalised values",
+            highlight=False,
+        )
     ok = "[green]verified[/]" if result.verified else "[bold red]NOT verified[/]"
     stdout.print(
         f"Release: {result.n_released:,} rows; true share of rows in groups < {plan.k}: "
-        f"{result.exposure_at_k:.4f}; equals the input on the planned columns as a multiset: {ok}"
+        f"{result.exposure_at_k:.4f}; equals the input on the planned columns"
+        f"{', recoded by the plan,' if plan.recodings else ''} as a multiset: {ok}"
     )
     speed = ", ".join(f"{s} {v:,.0f}" for s, v in result.users_per_second.items() if v == v)
     stdout.print(f"Users per second: {speed}")

@@ -424,7 +424,7 @@ def plan(
     With --hierarchy the planner searches recoding levels per column (from the marginals, or with
     DATA on the counted table itself), and with --suppression it suppresses what recoding leaves.
     """
-    from sdckit.cli.anonymize import _pairs
+    from sdckit.cli.anonymize import hierarchy_options
     from sdckit.risk import Marginals, plan_release
 
     if (data is None) == (from_marginals is None):
@@ -442,14 +442,7 @@ def plan(
         )
     if loss not in ("entropy", "precision"):
         raise typer.BadParameter(f"{loss!r}: use entropy or precision", param_hint="--loss")
-    hier: dict[str, str] = {}
-    for item in hierarchy or []:
-        if item.strip() == "adult":
-            from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS
-
-            hier |= {c: f"adult:{c}" for c in ADULT_HIERARCHY_COLUMNS}
-        else:
-            hier |= _pairs([item], "--hierarchy")
+    hier = hierarchy_options(hierarchy)
     lattice = bool(hier) or suppression is not None or keep_all
     if pairs not in (None, "auto", "all"):
         raise typer.BadParameter(f"{pairs!r}: use auto (the safe pairs) or all (every pair)", param_hint="--pairs")

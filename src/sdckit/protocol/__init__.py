@@ -27,7 +27,14 @@ from sdckit.protocol._crypto import (
     sealed_length,
 )
 from sdckit.protocol._keyfile import generate_key_file, read_private_key, write_private_key
-from sdckit.protocol._planning import PlanMethod, choose_pairs, decide_plan, decoy_probability, suppress_rare
+from sdckit.protocol._planning import (
+    PlanMethod,
+    choose_pairs,
+    decide_plan,
+    decoy_probability,
+    key_hierarchy,
+    suppress_rare,
+)
 from sdckit.protocol._simulate import SimulationResult, exposure_at_k, simulate, verify_release
 from sdckit.protocol._spec import CollectionSpec, PairQueries, PairQuery, PublishedPlan, Redaction, Setting
 from sdckit.protocol._wire import (
@@ -71,6 +78,7 @@ __all__ = [
     "exposure_at_k",
     "generate_key_file",
     "info_label",
+    "key_hierarchy",
     "open_sealed",
     "pack_batch",
     "pack_feature",

@@ -12,13 +12,23 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from sdckit.errors import ParameterError
-from sdckit.protocol._spec import PairQueries, PairQuery, PublishedPlan, Redaction, Setting
-from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, encode_value
+from sdckit.protocol._spec import (
+    MAX_RECODED_VALUES,
+    MAX_RECODING_BYTES,
+    PairQueries,
+    PairQuery,
+    PublishedPlan,
+    Redaction,
+    Setting,
+    recoding_bytes,
+)
+from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
 if TYPE_CHECKING:
+    from sdckit.anonymize import Hierarchy
     from sdckit.risk import Marginals
 
 PlanMethod: TypeAlias = Literal["lower", "support", "theorem2", "theorem3", "best"]
@@ -137,8 +147,10 @@ def decide_plan(
     n_users: int | None = None,
     pair_tables: Mapping[tuple[str, ...], Mapping[tuple[str, ...], int]] | None = None,
     pair_queries: PairQueries | None = None,
+    hierarchies: Mapping[str, Any] | None = None,
+    round2_pad: int | None = None,
 ) -> PublishedPlan:
-    """Decide which features are released, with :func:`sdckit.risk.plan_release`.
+    """Decide which features are released, and how coarsely, with :func:`sdckit.risk.plan_release`.
 
     A feature whose counts do not add up to the number of users (``n_users``, e.g. the complete
     submissions the shuffler admitted; default: the most common total over the features) holds a
@@ -171,11 +183,38 @@ def decide_plan(
         the users of round 1 is left out. The plan records ``rounds`` (with ``"pairs"``), the
         queries' bound (``pair_bound``) and the measured share of users in received cells < k
         (``pair_measured``).
+    hierarchies : ``{feature: hierarchy}`` (a :class:`sdckit.anonymize.Hierarchy`, a built-in
+        name such as ``"adult:age"``, a CSV path or ``{value: [level 1, ...]}``): search recoding
+        levels (:func:`sdckit.risk.plan_release` with ``hierarchies``) on the round-1 counts, the
+        pair tables recoded alike (:meth:`sdckit.risk.Marginals.recode`). Fixed setting only,
+        without local suppression. The plan's ``recodings`` map every counted value of each
+        recoded feature to its generalised value (:func:`key_hierarchy`); a value outside the
+        mapping is sent redacted (:meth:`PublishedPlan.generalise`).
+    round2_pad : The collection's round-2 plaintext length: with recodings, a plan whose longest
+        possible row (each column's longest value as sent) does not fit raises
+        :class:`ParameterError` here, not when users send.
     """
     from sdckit.risk import Marginals, plan_release
 
     if not isinstance(k, int) or k < 1:
         raise ParameterError(f"k={k!r}: give a group size >= 1 (users)")
+    if hierarchies:
+        if setting != "fixed":
+            raise ParameterError(
+                "hierarchies: recoding is planned in the fixed setting only (the bound on recoded "
+                "marginals needs the round-2 users to be the counted ones); drop hierarchies or use "
+                "setting='fixed'"
+            )
+        if local_suppression:
+            raise ParameterError(
+                "hierarchies with local_suppression: redaction rules are decided on raw values; plan "
+                "one or the other"
+            )
+        unknown = sorted(set(hierarchies) - set(counts))
+        if unknown:
+            raise ParameterError(
+                f"hierarchies for {unknown}: not features counted in round 1 ({sorted(counts)})"
+            )
     counts, inconsistent = consistent_counts(counts, n_users)
     if not counts:
         return PublishedPlan(
@@ -203,6 +242,8 @@ def decide_plan(
             delta=delta,
             pair_tables=pair_tables,
             pair_queries=pair_queries,
+            hierarchies={c: h for c, h in (hierarchies or {}).items() if c in counts} or None,
+            round2_pad=round2_pad,
         )
         return replace(kept, excluded={**inconsistent, **kept.excluded})
     # statistical setting: plan on the raw sample marginals. Which values are rare depends on the
@@ -229,6 +270,19 @@ def decide_plan(
             method=method,
             weights=weights,
             delta=delta,
+        )
+    elif hierarchies:
+        return _recoding_plan(
+            marginals,
+            effective,
+            hierarchies,
+            collection=collection,
+            k=k,
+            budget=budget,
+            method=method,
+            weights=weights,
+            round2_pad=round2_pad,
+            pair_fields=pair_fields,
         )
     else:
         plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method)
@@ -270,6 +324,116 @@ def decide_plan(
         redactions=tuple(redactions),
         **pair_fields,  # type: ignore[arg-type]
     )
+
+
+def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy:
+    """``hierarchy`` restated on canonical value keys: the row of each key in ``keys`` is the
+    encoded label, at every level, of the value the key encodes.
+
+    Round-1 counts are keyed by :func:`encode_value` (``'39'``, ``'"Male"'``, ``'null'``); a
+    hierarchy matches values by their text (``39``, ``39.0`` and ``"39"`` alike), so each key is
+    decoded before it is labelled, and labels are encoded as the keys users will send (``None``
+    stays ``None``, encoded ``'null'``).
+
+    Raises
+    ------
+    InputError : a counted value the hierarchy has no row for (names the column and the value).
+    ParameterError : more than :data:`MAX_RECODED_VALUES` values (the mapping goes into the plan).
+
+    Examples
+    --------
+    >>> h = key_hierarchy("adult:age", "age", ["39", "17.0"])
+    >>> h.table["39"], h.table["17.0"]
+    (('"[35, 40)"', '"[30, 40)"', '"[20, 40)"', '"*"'), ('"[15, 20)"', '"[10, 20)"', '"[0, 20)"', '"*"'))
+    """
+    from sdckit.anonymize import Hierarchy
+    from sdckit.anonymize._hierarchy import as_hierarchy
+
+    if len(keys) > MAX_RECODED_VALUES:
+        raise ParameterError(
+            f"column {column!r} has {len(keys):,} distinct values in round 1; a recoding lists every value "
+            f"in the plan, at most {MAX_RECODED_VALUES:,}: drop its hierarchy (it is then released raw or "
+            "withheld) or coarsen it before round 1"
+        )
+    h = as_hierarchy(hierarchy, column)
+    table = {
+        key: tuple(
+            encode_value(h.label(decode_value(key), level, column)) for level in range(1, h.n_levels + 1)
+        )
+        for key in keys
+    }
+    return Hierarchy(table=table, name=h.name)
+
+
+def _recoding_plan(
+    marginals: Marginals,
+    counts: Mapping[str, Mapping[str, int]],
+    hierarchies: Mapping[str, Any],
+    *,
+    collection: str,
+    k: int,
+    budget: float,
+    method: PlanMethod,
+    weights: Mapping[str, float] | None,
+    round2_pad: int | None,
+    pair_fields: Mapping[str, object],
+) -> PublishedPlan:
+    """The lattice plan on the round-1 counts (and pair blocks), as a published plan."""
+    from sdckit.risk import plan_release
+
+    keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
+    plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method, hierarchies=keyed)
+    recodings = {c: dict(r["mapping"]) for c, r in plan.recodings.items()}
+    if (size := recoding_bytes(recodings)) > MAX_RECODING_BYTES:
+        raise ParameterError(
+            f"the recodings of {sorted(recodings)} would hold {size:,} bytes in the plan (at most "
+            f"{MAX_RECODING_BYTES:,}); give shorter hierarchy labels or drop a hierarchy"
+        )
+    columns = tuple(plan.columns)
+    if round2_pad is not None:
+        check_row_fits(columns, counts, recodings, round2_pad)
+    levels = ", ".join(f"{c} at level {plan.levels[c]}" for c in columns if c in recodings)
+    return PublishedPlan(
+        collection=collection,
+        columns=columns,
+        k=k,
+        budget=float(budget),
+        bound=float(plan.bound),
+        method=f"{plan.method} bound on the recoded marginals (recoding lattice"
+        + (f": {levels})" if levels else ": no column recoded)"),
+        excluded=dict(plan.excluded),
+        n_round1=marginals.n,
+        setting="fixed",
+        recodings=recodings,
+        **pair_fields,  # type: ignore[arg-type]
+    )
+
+
+def check_row_fits(
+    columns: Sequence[str],
+    counts: Mapping[str, Mapping[str, int]],
+    recodings: Mapping[str, Mapping[str, str]],
+    round2_pad: int,
+) -> int:
+    """The longest round-2 plaintext a user of the plan can send, checked against ``round2_pad``.
+
+    Each column contributes its longest value as sent: a recoded column its longest generalised
+    value or the redaction marker (:meth:`PublishedPlan.generalise`), another its longest counted
+    value. Raises :class:`ParameterError` (naming the longest value of each column) when it does
+    not fit.
+    """
+    longest: dict[str, str] = {}
+    for c in columns:
+        sent = [*recodings[c].values(), REDACTED_KEY] if c in recodings else list(counts[c])
+        longest[c] = max(sent, key=lambda key: len(key.encode()))
+    need = HEADER_LENGTH + len(_pair_body(columns)) + sum(len(v.encode()) for v in longest.values())
+    if need > round2_pad:
+        shown = ", ".join(f"{c}={v[:40]}" for c, v in longest.items())
+        raise ParameterError(
+            f"a round-2 row of the plan can need {need} bytes ({shown}) but the collection pads round 2 "
+            f"to {round2_pad}; give the collection round2_pad >= {need} or shorter hierarchy labels"
+        )
+    return need
 
 
 def _risk_key(key: str) -> object:

@@ -52,7 +52,8 @@ class SimulationResult:
     exposure_at_k: float
     """True share of released rows (0..1) in groups of fewer than k rows on the planned columns."""
     verified: bool
-    """Whether the release equals the round-2 users' rows on the planned columns, as a multiset
+    """Whether the release equals the round-2 users' rows on the planned columns (recoded as the
+    plan says, :meth:`PublishedPlan.generalise`), as a multiset
     (with redaction rules: whether every released row is such a row with some entries redacted,
     checked per column on the counts)."""
     redacted: Mapping[str, int] = field(default_factory=dict)
@@ -301,6 +302,7 @@ def simulate(
     progress: Progress | None = None,
     pairs: Literal["auto"] | None = None,
     pairs_budget: float | None = None,
+    hierarchies: Mapping[str, Any] | None = None,
 ) -> SimulationResult:
     """Run both rounds of the shuffle protocol on loopback and verify the release.
 
@@ -341,6 +343,11 @@ def simulate(
         submission, min_batch); the curator counts the pair tables and plans from singles and
         pairs. Fixed setting only.
     pairs_budget : Share of users (0..1) the pair tables may expose (default: ``budget``).
+    hierarchies : ``{column: hierarchy}`` (a :class:`sdckit.anonymize.Hierarchy`, a built-in name
+        such as ``"adult:age"``, a CSV path): the curator may recode these columns
+        (:func:`sdckit.protocol.decide_plan`; fixed setting), users send the generalised values,
+        and the release is verified against the input recoded by the plan
+        (:meth:`PublishedPlan.generalise`). The default round-2 pad also fits every label.
     """
     from sdckit.protocol.services._launch import LocalDeployment
 
@@ -353,6 +360,10 @@ def simulate(
         raise ParameterError(f"pairs={pairs!r}: use 'auto' (the pair round) or None")
     if pairs and setting != "fixed":
         raise ParameterError("the pair round needs the fixed setting (the same users in every round)")
+    if hierarchies and setting != "fixed":
+        raise ParameterError(
+            "hierarchies: recoding is planned in the fixed setting only (the same users twice)"
+        )
     frame = read_data(data, cols).frame
     native = frame.collect() if hasattr(frame, "collect") else frame
     rows: list[dict[str, Any]] = list(native.rows(named=True))
@@ -373,7 +384,14 @@ def simulate(
         raise ParameterError(f"setting={setting!r}: use 'fixed' or 'statistical'")
     report = progress or (lambda *_: None)
     pad1 = round1_pad or _fitting_pad(256, (pack_feature_length(c, row[c]) for row in rows for c in cols))
-    pad2 = round2_pad or _fitting_pad(1024, (pack_row_length(cols, [row[c] for c in cols]) for row in rows))
+    recode_tables = _hierarchy_tables(hierarchies, cols)
+    longest_label = sum(  # a recoded value is a label or the redaction marker
+        max(len(encode_value(x).encode()) for x in [REDACTED, *(x for v in t.values() for x in v)])
+        for t in recode_tables.values()
+    )
+    pad2 = round2_pad or _fitting_pad(
+        1024, (pack_row_length(cols, [row[c] for c in cols]) + longest_label for row in rows)
+    )
     spec = CollectionSpec(
         id=collection, features=tuple(cols), suite=suite, setting=setting, round1_pad=pad1, round2_pad=pad2
     )
@@ -509,6 +527,7 @@ def simulate(
                         "method": method,
                         "n_release": len(rows2),
                         "local_suppression": local_suppression,
+                        **({"hierarchies": recode_tables} if recode_tables else {}),
                     },
                 )
                 if r.status_code != 200:
@@ -549,7 +568,7 @@ def simulate(
         seconds["total"] = time.perf_counter() - t0
 
     released = [tuple(decode_value(_json_text(v)) for v in row) for row in release["rows"]]
-    source = [tuple(row[c] for c in plan.columns) for row in rows2]
+    source = [tuple(plan.generalise(c, row[c]) for c in plan.columns) for row in rows2]  # recoded alike
     redacted = {c: sum(1 for r in released if r[i] is REDACTED) for i, c in enumerate(plan.columns)}
     verified = verify_release(source, released, redactions=bool(plan.redactions)) if plan.columns else True
     marginals = {  # in the collection's feature order, values by decreasing count
@@ -585,6 +604,21 @@ def simulate(
         users_per_second=ups,
         enrolment=enrolment,
     )
+
+
+def _hierarchy_tables(
+    hierarchies: Mapping[str, Any] | None, columns: Sequence[str]
+) -> dict[str, dict[str, list[str]]]:
+    """Each hierarchy as the table the curator service takes, ``{value: [labels]}`` (it reads no
+    file a request names)."""
+    from sdckit.anonymize._hierarchy import as_hierarchy
+
+    unknown = sorted(set(hierarchies or {}) - set(columns))
+    if unknown:
+        raise ParameterError(f"hierarchies for {unknown}: not among the columns {list(columns)}")
+    return {
+        c: {v: list(t) for v, t in as_hierarchy(h, c).table.items()} for c, h in (hierarchies or {}).items()
+    }
 
 
 def _chunks(items: Sequence[Any], size: int) -> list[list[Any]]:

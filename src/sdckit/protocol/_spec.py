@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from sdckit.errors import ConfigError, ParameterError
+from sdckit.errors import ConfigError, ParameterError, SdcError
 from sdckit.protocol._crypto import SuiteName, check_suite
-from sdckit.protocol._wire import HEADER_LENGTH
+from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
 Setting: TypeAlias = Literal["fixed", "statistical"]
 """``fixed``: the same users in both rounds (Section 2 bounds apply); ``statistical``: round-1 users
@@ -121,6 +121,27 @@ class PublishedPlan:
     pair_measured: float | None = None
     """With the pair round: that share measured on the received tables (union over the tables:
     the sum of their shares, capped at 1)."""
+    recodings: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Per recoded column, ``{value_key: generalised value key}`` for every value counted in round 1
+    (keys canonical, :func:`sdckit.protocol.encode_value`). A user sends the generalised value
+    instead of its own; a value outside the mapping (one that no round-1 message carried) is sent
+    as :data:`REDACTED` (:meth:`generalise`). Columns not listed are sent as they are."""
+
+    def generalise(self, column: str, value: Any) -> Any:
+        """The value a user sends for ``column``: its generalised value when the column is recoded
+        (:data:`REDACTED` for a value the mapping does not list), else the value itself.
+
+        [derived] In the fixed setting the round-2 users are the round-1 users, so every value
+        they hold was counted and the plan's bound (on the recoded round-1 counts) covers the
+        recoded release. A value outside the mapping comes from no counted user; sending it in
+        clear could single its holder out, sending the generalised value of a guess could put it
+        in a group the bound did not count, so it is redacted.
+        """
+        mapping = self.recodings.get(column)
+        if mapping is None or value is REDACTED:
+            return value
+        label = mapping.get(encode_value(value))
+        return REDACTED if label is None else decode_value(label)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -128,6 +149,13 @@ class PublishedPlan:
         d["columns"] = list(self.columns)
         d["excluded"] = dict(self.excluded)
         d["redactions"] = [asdict(r) for r in self.redactions]
+        # canonical: columns in plan order, values sorted by key (one plan, one signed text); a plan
+        # without recodings keeps the text it had before they existed
+        d.pop("recodings")
+        if self.recodings:
+            d["recodings"] = {
+                c: dict(sorted(self.recodings[c].items())) for c in self.columns if c in self.recodings
+            }
         return d
 
     @classmethod
@@ -142,6 +170,9 @@ class PublishedPlan:
                     "rounds": tuple(d.get("rounds", ("singles", "release"))),
                     "excluded": dict(d.get("excluded", {})),
                     "redactions": tuple(Redaction(**r) for r in d.get("redactions", ())),
+                    "recodings": _mapping(
+                        d.get("recodings", {}), lambda m: {c: _mapping(v, dict) for c, v in m.items()}
+                    ),
                 }
             )
         except (TypeError, KeyError, ValueError) as err:  # ValueError: dict("ab")
@@ -181,8 +212,62 @@ class PublishedPlan:
             ):
                 problems.append("a redaction is not {feature, value_key, probability in [0, 1]}")
                 break
+        problems.extend(_recoding_problems(self.recodings, self.columns))
         if problems:
             raise ConfigError(f"not a published plan: {'; '.join(problems)}")
+
+
+def _mapping(obj: Any, then: Any) -> Any:
+    """``then(obj)`` for a JSON object; TypeError for anything else (``dict`` would take a list of pairs)."""
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"{type(obj).__name__} where a JSON object was expected")
+    return then(obj)
+
+
+MAX_RECODED_VALUES = 10_000
+"""Most values a recoded column's mapping may list (the plan is a signed public document that
+every device fetches: a column with more distinct values is released raw or withheld)."""
+
+MAX_RECODING_BYTES = 1 << 20
+"""Most bytes (UTF-8) the keys and generalised values of a plan's recodings may add up to, so the
+signed plan stays small whatever the values' lengths."""
+
+
+def recoding_bytes(recodings: Mapping[str, Mapping[str, str]]) -> int:
+    """Bytes (UTF-8) of the keys and generalised values of ``recodings``."""
+    return sum(
+        len(key.encode()) + len(label.encode()) for m in recodings.values() for key, label in m.items()
+    )
+
+
+def _recoding_problems(recodings: Mapping[str, Mapping[str, str]], columns: Sequence[str]) -> list[str]:
+    """What is wrong with a plan's recodings: columns outside the plan, too many values, or keys
+    that are not canonical value encodings."""
+    if not isinstance(recodings, Mapping):
+        return ["recodings is not {column: {value_key: generalised value key}}"]
+    if not set(recodings) <= set(columns):
+        return [f"recodings name columns {sorted(set(recodings) - set(columns))} outside the plan"]
+    for c, mapping in recodings.items():
+        if not isinstance(mapping, Mapping) or not mapping:
+            return [f"the recoding of {c!r} is not a non-empty {{value_key: generalised value key}}"]
+        if len(mapping) > MAX_RECODED_VALUES:
+            return [f"the recoding of {c!r} lists {len(mapping):,} values (at most {MAX_RECODED_VALUES:,})"]
+        for key, label in mapping.items():
+            if not (isinstance(key, str) and isinstance(label, str)):
+                return [f"the recoding of {c!r} is not {{value_key: generalised value key}} (text)"]
+            try:
+                canonical = (
+                    encode_value(decode_value(key)) == key and encode_value(decode_value(label)) == label
+                )
+            except SdcError:
+                canonical = False
+            if not canonical or label == encode_value(REDACTED) or key == encode_value(REDACTED):
+                return [
+                    f"the recoding of {c!r} maps {key[:40]!r} to {label[:40]!r}: not canonical value keys"
+                ]
+    if recoding_bytes(recodings) > MAX_RECODING_BYTES:
+        return [f"the recodings hold more than {MAX_RECODING_BYTES:,} bytes"]
+    return []
 
 
 PAIR_ROUND = 3

@@ -10,7 +10,7 @@ import polars as pl
 from sdckit.errors import MalformedMessageError
 from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
-from sdckit.protocol._wire import REDACTED, RowMessage, unpack_row
+from sdckit.protocol._wire import REDACTED, RowMessage, encode_value, unpack_row
 from sdckit.protocol.parties._common import Receiver
 
 
@@ -36,15 +36,23 @@ class Analyst(Receiver[RowMessage]):
         self.plan = plan
         self.rows: list[tuple[Any, ...]] = []
         self._info = info_label(spec.id, 2, "analyst")
+        # a recoded column carries only generalised values (or the marker): anything else is not
+        # what the plan lets a device send, and would put a raw value into the release
+        self._generalised = {c: frozenset(m.values()) for c, m in plan.recodings.items()}
 
     def open(self, inner: bytes) -> RowMessage:
         """Decrypt and parse one round-2 message; :class:`MalformedMessageError` if it does not
-        open, is not padded to the round's length or does not carry exactly the planned columns."""
+        open, is not padded to the round's length, does not carry exactly the planned columns, or
+        carries in a recoded column a value that is not one of the plan's generalised values."""
         msg = unpack_row(open_sealed(self.private_key, inner, self._info), self.spec.round2_pad)
         if msg.columns != self.plan.columns:
             raise MalformedMessageError(
                 f"row with columns {list(msg.columns)}; the plan is {list(self.plan.columns)}"
             )
+        for col, value in zip(msg.columns, msg.values, strict=True):
+            allowed = self._generalised.get(col)
+            if allowed is not None and value is not REDACTED and encode_value(value) not in allowed:
+                raise MalformedMessageError(f"a value of {col!r} that is not a generalised value of the plan")
         return msg
 
     def _keep(self, msg: RowMessage) -> None:

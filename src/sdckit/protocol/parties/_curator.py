@@ -74,8 +74,10 @@ class Curator(Receiver[FeatureMessage]):
         weights: Mapping[str, float] | None = None,
         n_release: int | None = None,
         local_suppression: bool = False,
+        hierarchies: Mapping[str, Any] | None = None,
     ) -> PublishedPlan:
-        """The release plan from the counted marginals (see :func:`sdckit.protocol.decide_plan`)."""
+        """The release plan from the counted marginals (see :func:`sdckit.protocol.decide_plan`;
+        with ``hierarchies``, recodings whose rows fit the collection's round-2 pad)."""
         return decide_plan(
             self.counts,
             collection=self.spec.id,
@@ -86,6 +88,8 @@ class Curator(Receiver[FeatureMessage]):
             setting=self.spec.setting,
             n_release=n_release,
             local_suppression=local_suppression,
+            hierarchies=hierarchies,
+            round2_pad=self.spec.round2_pad,
         )
 
 

@@ -101,7 +101,9 @@ class User:
     def round2(
         self, row: Mapping[str, Any], plan: PublishedPlan, *, rng: np.random.Generator | None = None
     ) -> bytes:
-        """The one round-2 message: the planned columns, with the plan's redaction rules applied.
+        """The one round-2 message: the planned columns, recoded as the plan says
+        (:meth:`PublishedPlan.generalise`: the generalised value of a recoded column, redacted for
+        a value the recoding does not list), with the plan's redaction rules applied.
 
         A redaction rule (feature j, value v*, probability q) makes a holder of v* send
         :data:`REDACTED` for j, and any other user send it with probability q (seed §8). The coin
@@ -115,7 +117,7 @@ class User:
         for col in plan.columns:
             if col not in row:
                 raise ParameterError(f"the user's row has no value for the planned column {col!r}")
-            values[col] = row[col]
+            values[col] = plan.generalise(col, row[col])  # the plan's recoding, if any
         for rule in plan.redactions:
             if rule.feature not in values or values[rule.feature] is REDACTED:
                 continue

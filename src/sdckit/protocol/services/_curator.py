@@ -9,8 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
+from sdckit.anonymize._hierarchy import BUILTIN_PREFIX
 from sdckit.protocol._planning import choose_pairs, decide_plan
 from sdckit.protocol._signing import sign_document
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
@@ -49,6 +50,25 @@ class PlanRequest(BaseModel):
         description="complete round-1 submissions (the shuffler's 'users' counter); features whose "
         "counts differ are left out (default: the most common total)",
     )
+    hierarchies: dict[str, str | dict[str, list[str]]] | None = Field(
+        None,
+        description="recoding hierarchy per feature (fixed setting): a built-in name such as "
+        "'adult:age', or the table {value: [label at level 1, level 2, ...]} (no file paths: the "
+        "service reads no file a request names)",
+    )
+
+    @field_validator("hierarchies")
+    @classmethod
+    def _no_paths(
+        cls, v: dict[str, str | dict[str, list[str]]] | None
+    ) -> dict[str, str | dict[str, list[str]]] | None:
+        for feature, h in (v or {}).items():
+            if isinstance(h, str) and not h.startswith(BUILTIN_PREFIX):
+                raise ValueError(
+                    f"hierarchy of {feature[:64]!r}: give a built-in name ({BUILTIN_PREFIX}COLUMN) or the "
+                    "table {value: [labels]}, not a path"
+                )
+        return v
 
 
 class PairsRequest(BaseModel):
@@ -192,6 +212,8 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             n_users=req.n_users,
             pair_tables=store.pair_tables(collection) if collection in pair_parties else None,
             pair_queries=pair_parties[collection].queries if collection in pair_parties else None,
+            hierarchies=req.hierarchies,
+            round2_pad=c.spec.round2_pad,
         )
         if missing:
             plan = replace(plan, excluded={**dict.fromkeys(missing, "no round-1 message"), **plan.excluded})
