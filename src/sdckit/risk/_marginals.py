@@ -252,15 +252,7 @@ class Marginals:
                 key = mp.get(v, v)
                 out[key] = out.get(key, 0) + x
             singles[c] = out
-        tables: dict[tuple[str, ...], dict[Any, int]] = {}
-        for key, b in self.blocks.items():
-            mps = [maps.get(c, {}) for c in b.columns]
-            table: dict[Any, int] = {}
-            cells = b.values + b.redacted_values
-            for cell, x in zip(cells, [*b.counts.tolist(), *b.redacted_counts.tolist()], strict=True):
-                new = tuple(v if is_redacted(v) else mp.get(v, v) for v, mp in zip(cell, mps, strict=True))
-                table[new] = table.get(new, 0) + x
-            tables[key] = table
+        tables = {key: recode_block(b, [maps.get(c, {}) for c in b.columns]) for key, b in self.blocks.items()}
         out_m = Marginals.from_counts(singles, blocks=tables)
         return out_m.select(self.columns)
 
@@ -316,3 +308,14 @@ class Marginals:
         sup = ", ".join(f"{c}: {m}" for c, m in self.supports.items())
         extra = f", blocks={len(self.blocks)}" if self.blocks else ""
         return f"Marginals(n={self.n}, supports={{{sup}}}{extra})"
+
+
+def recode_block(block: BlockCounts, maps: Sequence[Mapping[Any, Any]]) -> dict[tuple[Any, ...], int]:
+    """A block's table after recoding each column's values with ``maps`` (one per column, in the
+    block's order; unmapped values kept, a redacted value stays redacted)."""
+    table: dict[tuple[Any, ...], int] = {}
+    cells = block.values + block.redacted_values
+    for cell, x in zip(cells, [*block.counts.tolist(), *block.redacted_counts.tolist()], strict=True):
+        new = tuple(v if is_redacted(v) else mp.get(v, v) for v, mp in zip(cell, maps, strict=True))
+        table[new] = table.get(new, 0) + x
+    return table

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
+from sdckit.risk._blocks import BlockCounts, make_block
 from sdckit.risk._bounds import _bound
 from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
 from sdckit.risk._lattice import (
@@ -22,7 +23,7 @@ from sdckit.risk._lattice import (
     recoded_counts,
     search_lattice,
 )
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._marginals import Marginals, recode_block
 from sdckit.risk._statistical_bound import _statistical_bound, check_delta, check_n_release
 
 SearchKind = Literal["exact", "greedy", "lattice"]
@@ -495,17 +496,30 @@ def _plan_lattice(
     losses = [column_loss(marginals, c, loss) for c in cols]
     recoded_cache: dict[tuple[str, int], dict[Any, int]] = {}
 
-    with_blocks = marginals.select(cands) if marginals.blocks else None
+    known_blocks = marginals.select(cands).blocks
+    by_name = {c.name: c for c in cols}
+    block_cache: dict[tuple[tuple[str, ...], tuple[int, ...]], BlockCounts] = {}
 
     def node_marginals(node: tuple[int, ...]) -> Marginals:
-        if with_blocks is not None:  # recode the pair tables too, so the block bound applies
-            return with_blocks.recode({c.name: c.labels[lvl] for c, lvl in zip(cols, node, strict=True) if lvl})
         counts = {}
         for col, lvl in zip(cols, node, strict=True):
             if (col.name, lvl) not in recoded_cache:
                 recoded_cache[(col.name, lvl)] = recoded_counts(marginals, col, lvl)
             counts[col.name] = recoded_cache[(col.name, lvl)]
-        return Marginals.from_counts(counts)
+        singles = Marginals.from_counts(counts)
+        if not known_blocks:
+            return singles
+        # the pair tables are recoded too, so the block bound applies; a block's table depends on
+        # its own columns' levels only, so it is recoded once per combination of those levels
+        level = dict(zip(by_name, node, strict=True))
+        blocks = {}
+        for key, b in known_blocks.items():
+            at = (key, tuple(level[c] for c in b.columns))
+            if at not in block_cache:
+                maps = [by_name[c].labels[level[c]] if level[c] else {} for c in b.columns]
+                block_cache[at] = make_block(b.columns, recode_block(b, maps), n=n, singles=counts, check=False)
+            blocks[key] = block_cache[at]
+        return replace(singles, blocks=blocks)
 
     def node_bound(node: tuple[int, ...], cap: float | None = budget) -> float:
         m = node_marginals(node)
@@ -596,8 +610,6 @@ def _plan_lattice(
 
 def _without_withholding(col: Any) -> Any:
     """The column's levels without those that give everyone one label (kept: at least level 0)."""
-    from dataclasses import replace
-
     keep = [lv for i, lv in enumerate(col.labels) if i == 0 or len(set(lv.values())) > 1 or len(lv) <= 1]
     return replace(col, labels=tuple(keep), hierarchy=col.hierarchy if col.hierarchy is not None else False)
 
