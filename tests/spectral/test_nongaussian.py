@@ -250,7 +250,7 @@ def test_additive_noise_leakage_bound_attribute() -> None:
     x = rng.normal(size=(500, 3)) @ np.array([[1.0, 0.5, 0.0], [0.0, 1.0, 0.2], [0.0, 0.0, 0.5]])
     frame = pl.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "tag": ["u"] * 500})
     for law in ("gaussian", "laplace", "uniform", "rademacher"):
-        noise = AdditiveNoise(t=0.8, distribution=law, columns=["a", "b", "c"], seed=1).fit(frame)  # type: ignore[arg-type]
+        noise = AdditiveNoise(t=0.8, distribution=law, columns=["a", "b", "c"], random_state=1).fit(frame)
         expected = 0.5 * math.log(
             np.linalg.det(np.eye(3) + np.cov(x, rowvar=False) / 0.8)
         ) + 3 * non_gaussianity(law)
