@@ -147,3 +147,19 @@ def test_serve_with_a_bad_config_is_one_line(tmp_path: Path) -> None:
     r = runner.invoke(app, ["protocol", "serve", "curator", "--config", str(tmp_path / "missing.yaml")])
     assert r.exit_code == 1
     assert "no file" in r.stderr
+
+
+def test_the_services_start_without_scikit_learn_or_scipy() -> None:
+    """Each of the three service processes imports ``sdckit.protocol.services``; scikit-learn and
+    scipy (about 2 s of CPU per process) are only needed for planning with hierarchies, so they are
+    imported then, not at start-up."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sdckit.protocol.services._serve\n"
+        "heavy = [m for m in ('sklearn', 'scipy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -11,7 +11,6 @@ from typing import Any
 from fastapi import Body, Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field, field_validator
 
-from sdckit.anonymize._hierarchy import BUILTIN_PREFIX
 from sdckit.protocol._planning import choose_pairs, decide_plan
 from sdckit.protocol._signing import sign_document
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
@@ -62,6 +61,8 @@ class PlanRequest(BaseModel):
     def _no_paths(
         cls, v: dict[str, str | dict[str, list[str]]] | None
     ) -> dict[str, str | dict[str, list[str]]] | None:
+        from sdckit.anonymize._hierarchy import BUILTIN_PREFIX  # here: scikit-learn is slow to import
+
         for feature, h in (v or {}).items():
             if isinstance(h, str) and not h.startswith(BUILTIN_PREFIX):
                 raise ValueError(
