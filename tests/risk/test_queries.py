@@ -220,3 +220,23 @@ def test_the_recoding_lattice_gains_from_pair_tables(adult: pl.DataFrame) -> Non
     )
     small = released.group_by(list(with_pairs.columns)).len().filter(pl.col("len") < 5)["len"].sum()
     assert small / adult.height <= with_pairs.bound
+
+
+def test_received_marginals_is_what_the_curator_holds_after_asking(adult: pl.DataFrame) -> None:
+    from sdckit.risk import received_marginals
+
+    singles = Marginals.from_data(adult, FIGURE2)
+    got, plan = received_marginals(adult, FIGURE2, 5, 0.05)
+    want = choose_pair_queries(singles, k=5, budget=0.05)
+    assert plan == want
+    by_hand = Marginals.from_data(adult, FIGURE2, blocks=want.blocks, redact=want.redact)
+    assert set(got.blocks) == set(by_hand.blocks)
+    assert joint_exposure_bound(got, k=5) == joint_exposure_bound(by_hand, k=5)
+    qis = QIS[1:]
+    with_triples, both = received_marginals(adult, qis, 5, 0.2, triples=True)
+    pairs_only = received_marginals(adult, qis, 5, 0.2)[1]
+    assert both.bound <= 0.2
+    assert both.queries[: len(pairs_only.queries)] == pairs_only.queries
+    assert any(len(q.columns) == 3 for q in both.queries)
+    assert both.bound == pytest.approx(min(1.0, sum(q.bound for q in both.queries)))
+    assert set(with_triples.blocks) == set(both.blocks)

@@ -264,34 +264,22 @@ def _with_pairs(
     marg: Any, source: Any, mode: str, *, k: int, budget: float, triples: bool, missing: str
 ) -> tuple[Any, dict[str, Any]]:
     """The marginals with pair (and triple) tables counted on the data: ``all`` pairs in full, or
-    the ``auto`` queries of :func:`sdckit.risk.choose_pair_queries` (rare values redacted; triples
-    in a second step, with the pairs received, within what is left of ``budget``)."""
+    what a curator receives asking safely (:func:`sdckit.risk.received_marginals`)."""
     import itertools
 
-    from sdckit.risk import Marginals, choose_pair_queries
+    from sdckit.risk import Marginals, received_marginals
 
     cols = list(marg.columns)
     policy = cast("MissingPolicy", missing)
-    blocks: list[tuple[str, ...]]
     if mode == "all":
         blocks = list(itertools.combinations(cols, 2))
         return Marginals.from_data(source(), cols, missing=policy, blocks=blocks), {
             "mode": "all", "blocks": [list(b) for b in blocks], "query_bound": None
         }
-    first = choose_pair_queries(marg, k, budget)
-    received = Marginals.from_data(source(), cols, missing=policy, blocks=first.blocks, redact=first.redact)
-    blocks, bound, redact = list(first.blocks), first.bound, {c: set(v) for c, v in first.redact.items()}
-    if triples and budget - first.bound > 0:
-        second = choose_pair_queries(received, k, budget - first.bound, triples=True)
-        more = [q for q in second.queries if len(q.columns) == 3 or q.columns not in received.blocks]
-        if more:
-            blocks += [q.columns for q in more]
-            bound += sum(q.bound for q in more)
-            for q in more:
-                for c, v in q.redact.items():
-                    redact.setdefault(c, set()).update(v)
-            received = Marginals.from_data(source(), cols, missing=policy, blocks=blocks, redact=redact)
-    return received, {"mode": "auto", "blocks": [list(b) for b in blocks], "query_bound": min(1.0, bound)}
+    received, plan = received_marginals(
+        source(), cols, k, budget, triples=triples, missing=policy, singles=marg
+    )
+    return received, {"mode": "auto", "blocks": [list(b) for b in plan.blocks], "query_bound": plan.bound}
 
 
 def _parse_weights(value: str | None) -> dict[str, float] | None:

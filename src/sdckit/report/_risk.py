@@ -16,16 +16,15 @@ from sdckit.report._report import Block, Section, figure, metrics, paragraph, ta
 from sdckit.risk import (
     IndividualRisk,
     LDiversity,
-    Marginals,
     PairBoundCurve,
     ReleasePlan,
     RiskSummary,
     Suda2Result,
-    choose_pair_queries,
     individual_risk,
     l_diversity,
     pair_bound_curve,
     plan_release,
+    received_marginals,
     risk_summary,
     suda2,
 )
@@ -76,11 +75,10 @@ def exposure_against_k(
     marginals = summary.marginals
     pairs: tuple[tuple[str, ...], ...] = ()
     if data is not None:
-        queries = choose_pair_queries(summary.marginals, max(k, 2), budget)
-        pairs = tuple(tuple(b) for b in queries.blocks)
-        marginals = Marginals.from_data(
-            data, list(summary.columns), missing=missing, blocks=queries.blocks, redact=queries.redact
+        marginals, queries = received_marginals(
+            data, list(summary.columns), max(k, 2), budget, missing=missing, singles=summary.marginals
         )
+        pairs = tuple(tuple(b) for b in queries.blocks)
     return ExposureAgainstK(ks, truth, pair_bound_curve(marginals, ks), pairs)
 
 

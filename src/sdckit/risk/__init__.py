@@ -15,7 +15,7 @@ from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individu
 from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
-from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries
+from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries, received_marginals
 from sdckit.risk._release import ReleaseMeasure, measure_release
 from sdckit.risk._statistical import (
     StatisticalExposure,
@@ -65,6 +65,7 @@ __all__ = [
     "pair_bound_curve",
     "plan_release",
     "plugin_exposure",
+    "received_marginals",
     "record_risk",
     "risk_summary",
     "statistical_exposure",

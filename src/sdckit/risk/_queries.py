@@ -242,6 +242,44 @@ def choose_pair_queries(
     )
 
 
+def received_marginals(
+    data: Any,
+    columns: Sequence[str],
+    k: int,
+    budget: float,
+    *,
+    triples: bool = False,
+    missing: Any = "value",
+    singles: Marginals | None = None,
+) -> tuple[Marginals, QueryPlan]:
+    """What a curator holds after the middle round, counted on ``data``: the single counts, and the
+    tables of the queries :func:`choose_pair_queries` allows at ``k`` within ``budget`` (rare values
+    redacted). With ``triples``, a second step then asks triples with those pair tables received,
+    within what is left of ``budget``, so the union bound covers both steps.
+
+    Returns the received marginals and one :class:`QueryPlan` for everything asked (``bound`` the
+    sum over both steps). ``singles`` are the single counts when already counted.
+    """
+    cols = list(columns)
+    first = choose_pair_queries(singles or Marginals.from_data(data, cols, missing=missing), k, budget)
+    received = Marginals.from_data(data, cols, missing=missing, blocks=first.blocks, redact=first.redact)
+    if not triples or budget - first.bound <= 0:
+        return received, first
+    second = choose_pair_queries(received, k, budget - first.bound, triples=True)
+    more = tuple(q for q in second.queries if q.columns not in received.blocks)
+    if not more:
+        return received, first
+    plan = QueryPlan(
+        queries=first.queries + more,
+        k=first.k,
+        budget=float(budget),
+        bound=min(1.0, first.bound + sum(q.bound for q in more)),
+        rare=first.rare,  # rare at k on the singles: the same values are redacted in every query
+        skipped=second.skipped,
+    )
+    return Marginals.from_data(data, cols, missing=missing, blocks=plan.blocks, redact=plan.redact), plan
+
+
 def gain_free(q: Sequence[str], supports: Mapping[str, int]) -> bool:
     """A query over columns that each have a single (merged) value reveals nothing new."""
     return bool(np.prod([supports[c] for c in q]) <= 1) or sum(supports[c] > 1 for c in q) < 2
