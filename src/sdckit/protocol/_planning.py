@@ -216,6 +216,15 @@ def decide_plan(
                 f"hierarchies for {unknown}: not features counted in round 1 ({sorted(counts)})"
             )
     counts, inconsistent = consistent_counts(counts, n_users)
+
+    def replan(**changes: Any) -> PublishedPlan:
+        """This decision again on the consistent counts, with ``changes`` to its parameters."""
+        same: dict[str, Any] = {
+            "collection": collection, "k": k, "budget": budget, "method": method, "weights": weights,
+            "setting": setting, "n_release": n_release, "delta": delta,
+        }
+        return decide_plan(counts, **{**same, **changes})
+
     if not counts:
         return PublishedPlan(
             collection=collection,
@@ -229,17 +238,8 @@ def decide_plan(
             setting=setting,
         )
     if inconsistent:
-        kept = decide_plan(
-            counts,
-            collection=collection,
-            k=k,
-            budget=budget,
-            method=method,
-            weights=weights,
-            setting=setting,
-            n_release=n_release,
+        kept = replan(
             local_suppression=local_suppression,
-            delta=delta,
             pair_tables=pair_tables,
             pair_queries=pair_queries,
             hierarchies={c: h for c, h in (hierarchies or {}).items() if c in counts} or None,
@@ -291,18 +291,7 @@ def decide_plan(
     if local_suppression:
         redactions = _redaction_rules(counts, columns, k, n1)
         allowance, d_max = decoy_allowance(redactions, counts, n1, k=k, delta=delta)
-        plain = decide_plan(
-            counts,
-            collection=collection,
-            k=k,
-            budget=budget,
-            method=method,
-            weights=weights,
-            setting=setting,
-            n_release=n_release,
-            local_suppression=False,
-            delta=delta,
-        )
+        plain = replan(local_suppression=False)
 
         def weight(cols: Sequence[str]) -> float:
             return sum((weights or {}).get(c, 1.0) for c in cols)
