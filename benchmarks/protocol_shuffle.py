@@ -17,6 +17,7 @@ import os
 import resource
 import secrets
 import sys
+from typing import Any
 
 from _harness import bench, emit
 from sdckit.datasets import load_adult
@@ -62,6 +63,13 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def _run(df: Any, cols: list[str], users: int | None, **options: Any) -> Any:
+    """One loopback run at the benchmark's settings (k = 5, budget 5 %, 32 users per request)."""
+    return simulate(
+        df, cols, k=5, budget=0.05, users=users, batch_threshold=2000, users_per_request=32, seed=0, **options
+    )
+
+
 def _load() -> str:
     return "/".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -81,17 +89,7 @@ def main() -> None:
         for enrolment in ("open", "tokens"):
             load_before = _load()
             cpu0 = _cpu()
-            res = simulate(
-                df,
-                cols,
-                k=5,
-                budget=0.05,
-                users=users,
-                batch_threshold=2000,
-                users_per_request=32,
-                seed=0,
-                enrolment=enrolment,  # type: ignore[arg-type]
-            )
+            res = _run(df, cols, users, enrolment=enrolment)
             n, m = res.n_round1, len(cols)
             # the floor: per user, round 1 costs 2m seals (user) + 2m opens (shuffler, curator),
             # round 2 costs 2 seals + 2 opens (+ enrolment); on 2 cores at best half in wall time
@@ -130,18 +128,7 @@ def pair_round(df: object, users: int | None) -> None:
     runs = {}
     for pairs in (None, "auto"):
         load_before, cpu0 = _load(), _cpu()
-        res = simulate(
-            df,
-            FEATURES_PAIRS,
-            k=5,
-            budget=0.05,
-            users=users,
-            batch_threshold=2000,
-            users_per_request=32,
-            seed=0,
-            enrolment="tokens",
-            pairs=pairs,  # type: ignore[arg-type]
-        )
+        res = _run(df, FEATURES_PAIRS, users, enrolment="tokens", pairs=pairs)
         runs[pairs] = res
         extra = {}
         if res.pairs is not None:
