@@ -5,16 +5,22 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit._io import DataSource, MissingPolicy
+from sdckit._io import DataSource
 from sdckit.errors import ParameterError
 from sdckit.risk._checks import warn_weight_columns
 from sdckit.risk._weights import check_population_counts, group_frequencies, read_keys_and_weights
+from sdckit.risk._wildcard import key_codes, wildcard_sizes, wildcard_weight_sums
+
+KeyMissing = Literal["value", "wildcard", "drop", "error"]
+"""How :func:`individual_risk` reads a missing key cell: ``value`` (a value of its own, the default, as
+the release check's ``missing_semantics: value``), ``wildcard`` (it matches any value, sdcMicro's
+``freqCalc``/``measure_risk``), or the reading policies ``drop`` and ``error``."""
 
 _SERIES_FROM = 1e4  # fk = 2 and x = f/(F - f) above this: the asymptotic series, free of cancellation
 _HIST_EDGES = (0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -71,6 +77,9 @@ class IndividualRisk:
     """Records measured."""
     n_dropped: int | None
     """Rows dropped for missing key values (policy ``"drop"``)."""
+    missing: str = "value"
+    """How a missing key cell was read: ``value`` (a value of its own) or ``wildcard`` (it matches any
+    value, sdcMicro's reading); ``drop``/``error`` when those policies were asked."""
     risk: NDArray[np.float64] = field(repr=False)
     """r_i in [0, 1]: the probability that a record is correctly re-identified by an attacker who
     links it on the key columns to a population register (Benedetti-Franconi)."""
@@ -130,6 +139,7 @@ class IndividualRisk:
             "weights": self.weights,
             "n": self.n,
             "n_dropped": self.n_dropped,
+            "missing": self.missing,
             "expected_reidentifications": self.expected_reidentifications,
             "global_risk": self.global_risk,
             "max_risk": self.max_risk,
@@ -143,7 +153,7 @@ def individual_risk(
     columns: Sequence[str] | str,
     *,
     weights: str | None,
-    missing: MissingPolicy = "value",
+    missing: KeyMissing = "value",
 ) -> IndividualRisk:
     """Per-record re-identification risk on ``columns`` and the global risk (expected re-identifications).
 
@@ -159,8 +169,17 @@ def individual_risk(
     data : a path or any frame the input layer accepts (collected into memory).
     columns : the key columns.
     weights : the sampling-weight column (positive; at least 1 in total over each key), or None.
-    missing : ``"value"`` (default: missing is one more value), ``"drop"`` or ``"error"``. sdcMicro
-        instead lets a missing value match every value; on tables without missing values the two agree.
+    missing : how a missing key cell (a suppressed cell, or missing in the input) is read.
+
+        * ``"value"`` (default): a value of its own, so f_k counts the records with the same
+          pattern of missing cells. This is the reading of the release check's default
+          (``missing_semantics: value``): an attacker who reads "suppressed" as a category.
+        * ``"wildcard"``: a missing cell matches any value, sdcMicro's ``freqCalc`` and
+          ``measure_risk`` (``alpha = 1``): f_k counts every record equal to this one on the keys
+          present in both, F_k sums their weights (:func:`sdckit.risk.wildcard_group_sizes`).
+        * ``"drop"`` drops the records with a missing key; ``"error"`` refuses them.
+
+        On tables without missing keys every reading gives the same figures.
 
     Notes
     -----
@@ -183,11 +202,31 @@ def individual_risk(
     ([0.018779, 0.018779, 0.15767], 0.195228)
     >>> individual_risk(df, ["sex", "age"], weights=None).risk.tolist()
     [0.5, 0.5, 1.0]
+    >>> gap = pl.DataFrame({"sex": ["F", None, "M"], "age": [30, 30, 41]})
+    >>> individual_risk(gap, ["sex", "age"], weights=None).risk.tolist()
+    [1.0, 1.0, 1.0]
+    >>> individual_risk(gap, ["sex", "age"], weights=None, missing="wildcard").risk.tolist()
+    [0.5, 0.5, 1.0]
     """
+    if missing not in ("value", "wildcard", "drop", "error"):
+        raise ParameterError(
+            f"missing={missing!r}: use 'value' (a missing key cell is a value of its own), 'wildcard' (it matches "
+            "any value, sdcMicro's reading), 'drop' or 'error'."
+        )
     df, cols, w, n_dropped = read_keys_and_weights(
-        data, columns, weights, missing=missing, what="individual_risk"
+        data, columns, weights, missing="value" if missing == "wildcard" else missing, what="individual_risk"
     )
     warn_weight_columns(cols)
+    if missing == "wildcard":
+        codes, _ = key_codes(df, list(cols))
+        fk_rec = wildcard_sizes(codes)
+        big_f_rec = fk_rec.astype(np.float64) if w is None else wildcard_weight_sums(codes, w)
+        if weights is not None:
+            check_population_counts(fk_rec, big_f_rec, weights)
+        return IndividualRisk(
+            columns=tuple(cols), weights=weights, n=df.height, n_dropped=n_dropped, missing="wildcard",
+            risk=benedetti_franconi(fk_rec, big_f_rec), sample_frequency=fk_rec, population_frequency=big_f_rec,
+        )
     fk, big_f, ids = group_frequencies(df, cols, w)
     if weights is not None:
         check_population_counts(fk, big_f, weights)
@@ -196,6 +235,7 @@ def individual_risk(
         weights=weights,
         n=df.height,
         n_dropped=n_dropped,
+        missing=missing,
         risk=benedetti_franconi(fk, big_f)[ids],  # one value per key, then per record
         sample_frequency=fk[ids],
         population_frequency=big_f[ids],

@@ -169,3 +169,95 @@ def wildcard_group_sizes(data: DataSource, columns: Sequence[str] | str | None =
     """
     codes, _ = key_codes(data, columns)
     return wildcard_sizes(codes)
+
+
+@njit(cache=True, nogil=True)
+def _pairwise_weight_sums(codes: NDArray[np.int32], weights: NDArray[np.float64]) -> NDArray[np.float64]:  # pragma: no cover - compiled
+    n, p = codes.shape
+    out = np.zeros(n, dtype=np.float64)
+    for i in range(n):
+        out[i] += weights[i]
+        for s in range(i + 1, n):
+            ok = True
+            for j in range(p):
+                a = codes[i, j]
+                b = codes[s, j]
+                if a >= 0 and b >= 0 and a != b:
+                    ok = False
+                    break
+            if ok:
+                out[i] += weights[s]
+                out[s] += weights[i]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _pattern_weight_sums(
+    codes: NDArray[np.int32],
+    weights: NDArray[np.float64],
+    radix: NDArray[np.int64],
+    patterns: NDArray[np.int64],
+    starts: NDArray[np.int64],
+    rows: NDArray[np.int64],
+) -> NDArray[np.float64]:  # pragma: no cover - compiled
+    """:func:`_pattern_sizes` with each compatible record counted by its weight (prefix sums of the
+    weights in key order)."""
+    n, p = codes.shape
+    out = np.zeros(n, dtype=np.float64)
+    n_pat = patterns.shape[0]
+    for a in range(n_pat):
+        ra = rows[starts[a] : starts[a + 1]]
+        key_a = np.empty(ra.shape[0], dtype=np.int64)
+        for b in range(n_pat):
+            rb = rows[starts[b] : starts[b + 1]]
+            union = patterns[a] | patterns[b]
+            key_b = np.empty(rb.shape[0], dtype=np.int64)
+            for t in range(ra.shape[0]):
+                v = 0
+                for j in range(p):
+                    if not (union >> j) & 1:
+                        v += codes[ra[t], j] * radix[j]
+                key_a[t] = v
+            for t in range(rb.shape[0]):
+                v = 0
+                for j in range(p):
+                    if not (union >> j) & 1:
+                        v += codes[rb[t], j] * radix[j]
+                key_b[t] = v
+            order = np.argsort(key_b, kind="mergesort")
+            key_b = key_b[order]
+            cum = np.zeros(rb.shape[0] + 1, dtype=np.float64)
+            for t in range(rb.shape[0]):
+                cum[t + 1] = cum[t] + weights[rb[order[t]]]
+            lo = np.searchsorted(key_b, key_a, side="left")
+            hi = np.searchsorted(key_b, key_a, side="right")
+            for t in range(ra.shape[0]):
+                out[ra[t]] += cum[hi[t]] - cum[lo[t]]
+    return out
+
+
+def wildcard_weight_sums(codes: NDArray[np.int32], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """For each record, the sum of the weights of the records compatible with it (itself included),
+    a missing cell (code -1) matching any value: F_k of sdcMicro's ``freqCalc`` with missing keys.
+
+    The weighted twin of :func:`wildcard_sizes` (same kernels, same cost); with unit weights it
+    equals ``wildcard_sizes(codes)``.
+    """
+    codes = np.ascontiguousarray(codes, dtype=np.int32)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    n, p = codes.shape
+    if n == 0:
+        return np.zeros(0, dtype=np.float64)
+    if p == 0:
+        return np.full(n, float(w.sum()), dtype=np.float64)
+    sizes = np.maximum(codes.max(axis=0).astype(np.float64) + 1, 1)
+    if p <= 62 and float(np.prod(sizes)) < 2.0**62:
+        bits = ((codes < 0).astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1)
+        patterns, inverse = np.unique(bits, return_inverse=True)
+        pattern_cost = patterns.shape[0] * n * (2.0 * p + np.log2(n + 1))
+        if patterns.shape[0] <= MAX_PATTERNS or pattern_cost < n * n * p / 2.0:
+            order = np.argsort(inverse, kind="stable").astype(np.int64)
+            starts = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=patterns.shape[0]))])
+            radix = np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
+            return _pattern_weight_sums(codes, w, radix, patterns.astype(np.int64), starts.astype(np.int64), order)
+    return _pairwise_weight_sums(codes, w)
