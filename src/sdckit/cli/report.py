@@ -59,12 +59,14 @@ def report(
     measures their release; without one, the release is the input's role columns as they are.
     """
     from sdckit.pipeline import PipelineConfig, load_config, run_pipeline
+    from sdckit.pipeline._config import EXPERIMENTS
     from sdckit.report._main import build_report
 
     cfg = load_config(config) if config is not None else PipelineConfig()
     overrides: dict[str, object] = {}
     if config is None:  # messages name where a setting came from: here the options, not "<dict>"
         overrides["source"] = "the command line"
+        overrides["experiments"] = EXPERIMENTS  # without a pipeline the report is about the input: all of it
     if data is not None:
         overrides["input"] = str(data)
     from sdckit._io import ReadOptions

@@ -314,6 +314,15 @@ class Output(_Strict):
     report: Text | None = "report.html"
 
 
+EXPERIMENTS: tuple[str, ...] = ("curator_plan", "microaggregation", "spectral")
+"""The experiments on the input a report can add (``experiments: [...]``); ``sdckit report`` without a
+pipeline runs all three, ``sdckit run`` none unless listed."""
+
+EXPERIMENT_MAX_COLUMNS = 20
+"""Guessed numeric columns beyond this many are left out of the microaggregation and private-PCA
+experiments (the first ones in file order run, and the report says so); named columns all run."""
+
+
 class PipelineConfig(_Strict):
     """A validated release pipeline. Paths are resolved against the config file's folder."""
 
@@ -352,6 +361,10 @@ class PipelineConfig(_Strict):
     """Seed of every random step."""
     simulate_protocol: Annotated[int, Field(strict=True, ge=0)] = 0
     """Users to run through the shuffle protocol on loopback for the report (0: no simulation)."""
+    experiments: tuple[str, ...] = ()
+    """Experiments on the input to add to the report, none by default: ``curator_plan`` (what a
+    curator behind a shuffler could release), ``microaggregation`` (MDAV utility table),
+    ``spectral`` (noise for private PCA). They measure the input, not the release."""
     allow_over_budget: Flag = False
     """Write the protected data even when the release is over budget (the summary says so in red)."""
     allow_linear_relations: Flag = False
@@ -371,6 +384,21 @@ class PipelineConfig(_Strict):
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
+
+    @field_validator("experiments", mode="before")
+    @classmethod
+    def _known_experiments(cls, v: Any) -> Any:
+        items = _split(v) if isinstance(v, str) else v
+        if items is None:
+            return ()
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"give a list, e.g. experiments: [{', '.join(EXPERIMENTS)}]; got {v!r}.")
+        for item in items:
+            if item not in EXPERIMENTS:
+                raise ValueError(
+                    f"{item!r} is not an experiment.{_near(str(item), EXPERIMENTS)}"
+                )
+        return tuple(dict.fromkeys(items))
 
     @field_validator("read", mode="before")
     @classmethod
@@ -461,6 +489,7 @@ class PipelineConfig(_Strict):
             "missing_semantics": self.missing_semantics,
             "seed": self.seed,
             "simulate_protocol": self.simulate_protocol,
+            "experiments": list(self.experiments),
             "allow_over_budget": self.allow_over_budget,
             "allow_linear_relations": self.allow_linear_relations,
             "steps": [_step_dict(s) for s in self.steps],

@@ -99,6 +99,9 @@ class PipelineResult:
     """The input as read (for the report's input sections)."""
     n_dropped: int = 0
     """Rows removed by ``missing: drop``."""
+    numeric_guessed: bool = False
+    """True when the numeric columns were guessed (no ``numeric`` given): the experiments then run on
+    at most ``EXPERIMENT_MAX_COLUMNS`` of them."""
 
     @property
     def within_budget(self) -> bool:
@@ -463,7 +466,13 @@ def _anonymize(
         what += " A missing cell matches any value when the release's groups are counted."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
         out = pl.DataFrame(out)
-    details = {"params": dict(params), "changes": changes, "cells_changed": total}
+    details: dict[str, Any] = {"params": dict(params), "changes": changes, "cells_changed": total}
+    transition = getattr(estimator, "transition_", None)
+    if isinstance(transition, dict):  # PRAM: the matrices are published with the release
+        details["transition_matrices"] = {
+            str(c): {"values": [str(v) for v in values], "matrix": np.asarray(p, dtype=float).tolist()}
+            for c, (values, p) in transition.items()
+        }
     return out, StepLog(step.kind, changed, details, what)
 
 
@@ -542,7 +551,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     the report (``report=False`` skips it). Every row of the input stays in the output, in order.
     """
     tick = advance or (lambda *_a, **_k: None)
+    tick(description="Reading the input")
     frame, source_name, n_dropped = _load(config)
+    numeric_guessed = not config.numeric and not config.uses_adult
     config, roles = _resolve_roles(config, frame)
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
@@ -581,20 +592,22 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     protected = protected.select(released)
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
+    weight = config.weight[0] if config.weight else None
     input_measure = measure_release(
         frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
-        sensitive=sensitive, missing_semantics=config.missing_semantics,
+        sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
     )
     masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric()]
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
-        missing_semantics=config.missing_semantics,
+        missing_semantics=config.missing_semantics, weights=weight,
     )
     result = PipelineResult(
         config=config, protected=protected, plan=plan, steps=tuple(logs), report=Report(config.name), roles=roles,
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
+        numeric_guessed=numeric_guessed,
     )
     if report:
         from sdckit.report._main import build_report
@@ -603,7 +616,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     return result
 
 
-def _measure_written(path: Path, config: PipelineConfig) -> ReleaseMeasure:
+def _measure_written(path: Path, config: PipelineConfig, original: pl.DataFrame | None = None) -> ReleaseMeasure:
     """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
     wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
     written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
@@ -613,13 +626,14 @@ def _measure_written(path: Path, config: PipelineConfig) -> ReleaseMeasure:
     return measure_release(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
         sensitive=config.sensitive or (), missing_semantics=config.missing_semantics,
+        weights=config.weight[0] if config.weight else None, original=original,
     )
 
 
 def _stated_figures(measure: ReleaseMeasure) -> dict[str, Any]:
     """The figures of a release the report states, to compare the file as written with the release in
     memory: everything but interval disclosure and the fixes (they need the input beside the release)."""
-    return {key: value for key, value in measure.to_dict().items() if key not in ("interval_disclosure", "fixes")}
+    return {key: value for key, value in measure.to_dict().items() if key not in ("interval_disclosure", "fixes", "information_loss", "warnings")}
 
 
 def _same(value: Any) -> str:
@@ -639,7 +653,7 @@ def write_outputs(result: PipelineResult) -> dict[str, Path]:
     if cfg.output_data and not result.refused:
         path = write_table(result.protected, cfg.output_data)
         written["data"] = path
-        again = _measure_written(path, cfg)
+        again = _measure_written(path, cfg, result.input_frame)
         measured = result.release_measure
         if measured is not None:
             before, after = _stated_figures(measured), _stated_figures(again)

@@ -1,19 +1,27 @@
 """The main report: every area's section for one dataset, and a summary in plain words.
 
 ``build_report(result)`` renders a pipeline run (``sdckit report`` and ``make demo`` first run the
-pipeline, then render; the report itself runs nothing of it). The sections, in page order:
+pipeline, then render; the report itself runs nothing of it). Each heading says whether the
+section measures the input or the release. The sections, in page order:
 
-===========  ============================================================================
-summary      the release's own figure against the budget, what it costs, what would fix it
-data         the data at a glance (rows, columns, supports, missing values)
-release_check  input and release side by side, measured on the release as written; roles
-risk         k-anonymity, uniques, the exposure curve beside the bounds from marginals
-plan         what a curator behind a shuffler could release at k and budget
-microaggregation  microaggregation of the numeric columns: information loss and utility
-spectral     additive noise for PCA: fitted spectrum, U(t), privacy–utility curve
-protocol     the shuffle protocol run on loopback (only with ``simulate_protocol``)
-release      what the pipeline's masking steps did (only when the pipeline has steps)
-===========  ============================================================================
+=================  ======================================================================
+summary            what the release did: its figure against the budget, its risk, every warning
+data               the input at a glance (rows, columns, supports, missing values)
+release_check      input and release side by side, measured on the release as written; roles
+release_risk       the release's risk a reviewer signs, beside the input's: individual and
+                   global risk with the weights, k-anonymity, l-diversity, interval disclosure,
+                   information loss per categorical quasi-identifier, PRAM matrices
+risk               the input's re-identification risk, as is (exposure curve, bounds)
+release            what the pipeline's masking steps did (only when the pipeline has steps)
+plan               experiment on the input: what a curator behind a shuffler could release
+microaggregation   experiment on the input: MDAV utility table
+spectral           experiment on the input: additive noise for private PCA
+protocol           simulation on the input: the shuffle protocol on loopback
+=================  ======================================================================
+
+The experiments run only when the pipeline lists them (``experiments: [curator_plan,
+microaggregation, spectral]``; ``sdckit report`` without a pipeline runs all three); on guessed
+numeric columns they use at most :data:`~sdckit.pipeline._config.EXPERIMENT_MAX_COLUMNS`.
 """
 
 from __future__ import annotations
@@ -34,8 +42,14 @@ if TYPE_CHECKING:
     from sdckit.pipeline._run import PipelineResult, StepLog
     from sdckit.risk import Marginals, ReleasePlan
 
-SECTION_IDS: tuple[str, ...] = ("summary", "data", "release_check", "risk", "plan", "microaggregation", "spectral")
+SECTION_IDS: tuple[str, ...] = ("summary", "data", "release_check", "release_risk", "risk")
 """Sections every main report has (``release`` joins when the pipeline has masking steps)."""
+
+EXPERIMENT_SECTIONS: dict[str, str] = {"curator_plan": "plan", "microaggregation": "microaggregation", "spectral": "spectral"}
+"""Each experiment (``experiments: [...]``) and the id of its section."""
+
+EXPERIMENT = "Experiment on the input, not the release: "
+"""How every experiment's heading begins."""
 
 Advance = Callable[..., None]
 
@@ -76,7 +90,7 @@ def _curator_section(frame: pl.DataFrame, qis: Sequence[str], plan: ReleasePlan)
     from sdckit.risk import Marginals
 
     section = plan_section(plan)
-    section.title = "What a curator behind a shuffler could release"
+    section.title = EXPERIMENT + "what a curator behind a shuffler could release"
     marginals = Marginals.from_data(frame, list(qis))
     intro: list[Block] = [
         paragraph(
@@ -99,7 +113,7 @@ def _curator_section(frame: pl.DataFrame, qis: Sequence[str], plan: ReleasePlan)
 
 
 def _release_section(steps: Sequence[StepLog]) -> Section:
-    section = Section("release", "What the masking steps did", data={"steps": [s.to_dict() for s in steps]})
+    section = Section("release", "The release: what the masking steps did", data={"steps": [s.to_dict() for s in steps]})
     section.add(
         table(
             [(i + 1, s.kind, ", ".join(s.columns) or "–", s.description) for i, s in enumerate(steps)],
@@ -112,6 +126,7 @@ def _release_section(steps: Sequence[StepLog]) -> Section:
 
 def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Section:
     from sdckit.report._release_check import alert, verdict
+    from sdckit.report._release_risk import warning_blocks
 
     plan, config = result.plan, result.config
     qis = list(config.quasi_identifiers or ())
@@ -120,35 +135,36 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
     assert before is not None
     excluded = [c for c in qis if c not in plan.columns]
     headline = verdict(release, config.allow_over_budget)
-    lines = [
+    lines: list[str] = []
+    ir = release.individual_risk
+    if ir is not None:
+        weights = f"with the sampling weights {release.weights!r}" if release.weights else "the release taken as the population"
+        lines.append(
+            f"Individual risk of the release ({weights}): {ir['expected_reidentifications']:,.2f} expected "
+            f"re-identifications, global risk {_pct(ir['global_risk'])}, highest individual risk {_pct(ir['max_risk'])}."
+        )
+    lines.append(
         f"As is, the input puts {_pct(before.exposure_at_k)} of users in groups smaller than k = {config.k} on the "
-        f"{len(before.quasi_identifiers)} quasi-identifiers ({before.n_unique:,} unique users).",
-    ]
+        f"{len(before.quasi_identifiers)} quasi-identifiers ({before.n_unique:,} unique users)."
+    )
     if release.fixes:
         lines.append("What would fix it: " + "; ".join(release.fixes) + ".")
     if result.not_released:
         lines.append(
             f"Not released: {', '.join(f'{c} ({why})' for c, why in result.not_released.items())}."
         )
-    plan_line = (
-        f"From single-column counts alone, a curator behind a shuffler could release {', '.join(plan.columns)} "
-        f"unmasked with {bound_text(plan.bound)} of users in groups smaller than k (a guarantee on those columns "
-        "as they are, not on this release)."
-        if plan.columns
-        else f"From single-column counts alone, no quasi-identifier fits the budget unmasked at k = {plan.k}."
-    )
-    lines.append(plan_line)
     if excluded and any(s.kind == "suppress" for s in result.steps):
         lines.append(f"The plan withholds {', '.join(excluded)} unless a step masks them.")
-    lines += [
-        (f"Experiment on the input (not the release): {s.summary}" if s.id in ("microaggregation", "spectral")
-         else f"The release's masking steps: {s.summary}" if s.id == "release" else s.summary)
-        for s in sections
-        if s.id in ("microaggregation", "spectral", "protocol", "release") and s.summary
-    ]
+    lines += [f"The release's masking steps: {s.summary}" for s in sections if s.id == "release" and s.summary]
+    experiments = [s for s in sections if s.id in (*EXPERIMENT_SECTIONS.values(), "protocol")]
+    if experiments:
+        lines.append(
+            f"{len(experiments)} experiment(s) on the input, not on the release, follow the release's sections: "
+            + "; ".join(s.title.removeprefix(EXPERIMENT) for s in experiments) + "."
+        )
     section = Section(
         "summary",
-        "Summary",
+        "Summary of the release",
         data={
             "headline": "release",
             "exposure_of_release": release.exposure_at_k,
@@ -166,6 +182,10 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
             "k": config.k,
             "budget": config.budget,
             "unit": "share of users (0..1)",
+            "expected_reidentifications_of_release": ir["expected_reidentifications"] if ir else None,
+            "global_risk_of_release": ir["global_risk"] if ir else None,
+            "warnings": list(release.warnings),
+            "experiments": [s.id for s in experiments],
         },
     )
     section.add(
@@ -173,11 +193,13 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
             [
                 (f"users in groups < {config.k}, in the release", 100 * release.exposure_at_k, "%"),
                 ("budget", 100 * config.budget, "%"),
+                ("expected re-identifications, release", f"{ir['expected_reidentifications']:,.2f}" if ir else "–", ""),
                 (f"users in groups < {config.k}, input as is", 100 * before.exposure_at_k, "%"),
                 ("columns released", len(release.columns), f" of {len(result.input_frame.columns) if result.input_frame is not None else len(release.columns)}"),
             ]
         ),
         alert(headline) if not release.within_budget else paragraph(headline),
+        *warning_blocks(release.warnings),
         *[paragraph(line) for line in lines],
         paragraph(
             "Exposure is an average over users: low exposure does not mean nobody is unique, and several "
@@ -190,17 +212,35 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
     return section
 
 
+def _experiment_columns(result: PipelineResult) -> tuple[list[str], str]:
+    """The numeric columns the microaggregation and private-PCA experiments use, and a note when capped."""
+    from sdckit.pipeline._config import EXPERIMENT_MAX_COLUMNS
+
+    numeric = list(result.config.numeric or ())
+    if result.numeric_guessed and len(numeric) > EXPERIMENT_MAX_COLUMNS:
+        note = (
+            f"The numeric columns were guessed ({len(numeric):,} of them); this experiment uses the first "
+            f"{EXPERIMENT_MAX_COLUMNS} in file order ({', '.join(numeric[:EXPERIMENT_MAX_COLUMNS])}). "
+            "Name the columns (numeric: [...] or --numeric) to run it on others."
+        )
+        return numeric[:EXPERIMENT_MAX_COLUMNS], note
+    return numeric, ""
+
+
 def build_report(result: PipelineResult, *, advance: Advance | None = None) -> Report:
     """Render the main report of a pipeline run (:func:`sdckit.pipeline.run_pipeline`); runs nothing of the pipeline.
 
-    The input sections (data, risk, plan, microaggregation and private PCA experiments) describe
-    the input; the release sections (``release_check``, ``release``) render the run's
-    :class:`~sdckit.risk.ReleaseMeasure` and step log; the summary's headline is the release's.
+    The release sections (``release_check``, ``release_risk``, ``release``) render the run's
+    :class:`~sdckit.risk.ReleaseMeasure` and step log; the input sections (``data``, ``risk``)
+    describe the input as is; the experiments (``plan``, ``microaggregation``, ``spectral``) run on
+    the input only when ``config.experiments`` lists them, each headed as an experiment. The
+    summary speaks of the release and lists every warning.
     """
     from sdckit.pipeline._config import MicroaggregateStep, NoiseStep
     from sdckit.report._microagg import microagg_section
     from sdckit.report._overview import overview_section
     from sdckit.report._release_check import release_check_section
+    from sdckit.report._release_risk import release_risk_section
     from sdckit.report._risk import risk_review_section
     from sdckit.report._spectral import spectral_section
 
@@ -210,7 +250,6 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         raise ValueError("build_report renders a completed run: pass the result of sdckit.pipeline.run_pipeline")
     tick = advance or (lambda *_a, **_k: None)
     qis = list(config.quasi_identifiers or ())
-    numeric = list(config.numeric or ())
     inputs: dict[str, Any] = {"data": result.source_name, "rows": frame.height}
     if not config.read.is_default:  # how the file was read, beside its name (all of it is under parameters.read)
         read = config.read
@@ -222,8 +261,9 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         inputs["rows dropped (missing values)"] = result.n_dropped
     rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
     sections: list[Section] = []
-    tick(description="The data at a glance")
+    tick(description="The input at a glance")
     overview = overview_section(frame)
+    overview.title = "The input at a glance"
     if result.n_dropped:
         overview.data["n_dropped_missing"] = result.n_dropped
         overview.add(paragraph(f"{result.n_dropped:,} row(s) with a missing value were dropped (missing: drop) before this."))
@@ -238,32 +278,47 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
             allow_over_budget=config.allow_over_budget,
         )
     )
-    tick(description="Re-identification risk")
+    tick(description="Risk of the release")
+    sections.append(release_risk_section(result.input_measure, result.release_measure, steps=result.steps))
+    tick(description="Re-identification risk of the input")
     with warnings.catch_warnings():  # the roles section already flags weights and identifiers
         warnings.simplefilter("ignore")
         roles = result.roles
         weights = roles.weight[0] if roles is not None and roles.weight else None
         sensitive = [c for c in (roles.sensitive if roles is not None else ()) if c in frame.columns]
-        sections.append(
-            risk_review_section(
-                frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False,
-                weights=weights, sensitive=sensitive or None,
-            )
+        risk = risk_review_section(
+            frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False,
+            weights=weights, sensitive=sensitive or None,
         )
-    tick(description="Release plan")
-    sections.append(_curator_section(frame, qis, result.plan))
-    if len(numeric) >= 2:
+        risk.title = "Re-identification risk of the input, as is"
+        sections.append(risk)
+    if result.steps:
+        sections.append(_release_section(result.steps))
+    experiments = set(config.experiments)
+    if "curator_plan" in experiments:
+        tick(description="Experiment: release plan")
+        sections.append(_curator_section(frame, qis, result.plan))
+    numeric, capped = _experiment_columns(result)
+    wanted = [(sid, title) for sid, title in (("microaggregation", "microaggregation"),
+                                              ("spectral", "additive noise for private PCA")) if sid in experiments]
+    if wanted and len(numeric) >= 2:
         X, names = check_numeric(frame, numeric, missing="drop")
-        k_micro = next((s.k for s in config.steps if isinstance(s, MicroaggregateStep)), 3)
-        tick(description="Microaggregation")
-        sections.append(microagg_section(X, names, k=k_micro, seed=config.seed))
-        nats = next((s.max_leakage_nats for s in config.steps if isinstance(s, NoiseStep)), 1.0)
-        tick(description="Noise for private PCA")
-        sections.append(spectral_section(X, names, seed=config.seed, budget_nats=nats))
+        if "microaggregation" in experiments:
+            k_micro = next((s.k for s in config.steps if isinstance(s, MicroaggregateStep)), 3)
+            tick(description="Experiment: microaggregation")
+            micro = microagg_section(X, names, k=k_micro, seed=config.seed)
+            micro.title = EXPERIMENT + micro.title[0].lower() + micro.title[1:]
+            sections.append(micro.add(paragraph(capped, note=True)) if capped else micro)
+        if "spectral" in experiments:
+            nats = next((s.max_leakage_nats for s in config.steps if isinstance(s, NoiseStep)), 1.0)
+            tick(description="Experiment: noise for private PCA")
+            spectral = spectral_section(X, names, seed=config.seed, budget_nats=nats)
+            spectral.title = EXPERIMENT + spectral.title[0].lower() + spectral.title[1:]
+            sections.append(spectral.add(paragraph(capped, note=True)) if capped else spectral)
     else:
-        for sid, title in (("microaggregation", "Microaggregation"), ("spectral", "Additive noise for PCA")):
+        for sid, title in wanted:
             sections.append(
-                Section(sid, title).add(
+                Section(sid, EXPERIMENT + title).add(
                     paragraph("This needs at least two numeric columns; list them under `numeric` in the pipeline.")
                 )
             )
@@ -271,11 +326,11 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         from sdckit.protocol import simulate
         from sdckit.report._protocol import protocol_section
 
-        tick(description=f"Shuffle protocol with {config.simulate_protocol:,} users")
+        tick(description=f"Simulation: shuffle protocol with {config.simulate_protocol:,} users")
         sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed)
-        sections.append(protocol_section(sim))
-    if result.steps:
-        sections.append(_release_section(result.steps))
+        protocol = protocol_section(sim)
+        protocol.title = "Simulation on the input, not the release: " + protocol.title
+        sections.append(protocol)
     summary = _summary_section(sections, result)
     for section in [summary, *sections]:
         rep.add(section)

@@ -82,6 +82,19 @@ class ReleaseMeasure:
     """Exposure at k with each quasi-identifier withheld (the effect of withholding it)."""
     fixes: tuple[str, ...] = ()
     """What would bring the release within budget (empty when it is)."""
+    # --- the risk a reviewer signs, on the release (issue 22); new fields go at the end ---
+    weights: str | None = None
+    """The sampling-weight column of the individual risk (None: the release is taken as the population)."""
+    individual_risk: dict[str, Any] | None = None
+    """Individual and global risk of the release on the quasi-identifiers as released
+    (:meth:`sdckit.risk.IndividualRisk.to_dict`: expected re-identifications, global risk, histogram),
+    missing cells read as ``missing_semantics`` says; None without quasi-identifiers."""
+    information_loss: dict[str, Any] | None = None
+    """Per categorical quasi-identifier (not a masked numeric column): share of cells changed, share
+    suppressed, and the entropy lost H(original | released) in bits (needs ``original``)."""
+    warnings: tuple[str, ...] = ()
+    """What a reviewer must see: near-unique released columns, sensitive columns with l < 2, released
+    columns no figure measures."""
 
     @property
     def within_budget(self) -> bool:
@@ -110,6 +123,10 @@ class ReleaseMeasure:
             "interval_disclosure": self.interval_disclosure,
             "exposure_without": dict(self.exposure_without),
             "fixes": list(self.fixes),
+            "weights": self.weights,
+            "individual_risk": self.individual_risk,
+            "information_loss": self.information_loss,
+            "warnings": list(self.warnings),
         }
 
 
@@ -199,6 +216,108 @@ def _fixes(
     return tuple(out)
 
 
+def _text(series: pl.Series) -> np.ndarray:
+    """A column as text, missing (null or NaN) as None, so an original 38 and a released "38" agree."""
+    if series.dtype.is_float():
+        series = series.fill_nan(None)
+        integral = series.drop_nulls()
+        if integral.len() and bool((integral == integral.round(0)).all()):
+            series = series.cast(pl.Int64)
+    return np.asarray(series.cast(pl.String).to_numpy(), dtype=object)
+
+
+def _conditional_entropy_bits(x: np.ndarray, y: np.ndarray) -> float:
+    """H(X | Y) in bits from paired samples (missing as a category): what the release leaves unknown
+    of the original value, on average over records."""
+    df = pl.DataFrame({"x": [str(v) for v in x], "y": [str(v) for v in y]})
+    n = df.height
+    if not n:
+        return 0.0
+    joint = df.group_by(["x", "y"]).len()["len"].to_numpy().astype(np.float64)
+    marg = df.group_by("y").len()["len"].to_numpy().astype(np.float64)
+    h_joint = -float(np.sum(joint / n * np.log2(joint / n)))
+    h_y = -float(np.sum(marg / n * np.log2(marg / n)))
+    return max(h_joint - h_y, 0.0)
+
+
+def _entropy_bits(x: np.ndarray) -> float:
+    counts = pl.Series([str(v) for v in x]).value_counts()["count"].to_numpy().astype(np.float64)
+    p = counts / counts.sum() if counts.size else counts
+    return -float(np.sum(p * np.log2(p))) if p.size else 0.0
+
+
+def _information_loss(
+    original: pl.DataFrame, release: pl.DataFrame, qis: Sequence[str], masked: Sequence[str]
+) -> dict[str, Any] | None:
+    cols = [c for c in qis if c in original.columns and c not in set(masked)]
+    if not cols or original.height != release.height:
+        return None
+    per: dict[str, Any] = {}
+    for c in cols:
+        x, y = _text(original[c]), _text(release[c])
+        x_none = np.array([v is None for v in x])
+        y_none = np.array([v is None for v in y])
+        suppressed = y_none & ~x_none
+        changed = ~suppressed & ((x_none != y_none) | (~x_none & ~y_none & (x != y)))
+        h = _entropy_bits(x)
+        lost = _conditional_entropy_bits(x, y)
+        per[c] = {
+            "share_changed": float(changed.mean()),
+            "share_suppressed": float(suppressed.mean()),
+            "entropy_bits": h,
+            "entropy_lost_bits": lost,
+            "share_entropy_lost": lost / h if h > 0 else 0.0,
+        }
+    return {
+        "per_column": per,
+        "unit": "shares of records (0..1); entropy in bits; entropy lost = H(original | released), the "
+        "uncertainty about a record's original value left after reading the release",
+    }
+
+
+NEAR_UNIQUE_SHARE = 0.5
+"""A released column with more than 10 distinct values in at least this share of the rows is near-unique."""
+
+
+def _warnings(
+    release: pl.DataFrame,
+    qis: Sequence[str],
+    sensitive: Sequence[str],
+    masked: Sequence[str],
+    weights: str | None,
+    l_div: dict[str, Any] | None,
+) -> tuple[str, ...]:
+    out: list[str] = []
+    n = release.height
+    masked_set = set(masked)
+    for c in release.columns:
+        if c in masked_set or n == 0:
+            continue
+        distinct = release[c].n_unique()
+        if distinct > 10 and distinct >= NEAR_UNIQUE_SHARE * n:
+            out.append(
+                f"{c} is released near-unique ({distinct:,} values in {n:,} rows) and no step masks it: its "
+                "values can link records back to a copy of the input; withhold it (identifiers), or coarsen it"
+            )
+    for c, row in (l_div or {}).items():
+        l_value = row.get("l")
+        if l_value is not None and l_value < 2:
+            share = row.get("not_2_diverse", row.get("share_not_2_diverse"))
+            share_text = f"{100 * float(share):.3g} % of users" if isinstance(share, (int, float)) else "some users"
+            out.append(
+                f"sensitive column {c} has l = {l_value}: {share_text} are in groups whose members share one "
+                f"value of {c}, which an intruder who places them learns"
+            )
+    measured = set(qis) | set(sensitive) | masked_set | ({weights} if weights else set())
+    unmeasured = [c for c in release.columns if c not in measured]
+    if unmeasured:
+        out.append(
+            f"no figure of this report measures {', '.join(unmeasured)}: released as is, neither a "
+            "quasi-identifier, nor sensitive, nor masked by a step; give each its role"
+        )
+    return tuple(out)
+
+
 def measure_release(
     release: pl.DataFrame,
     *,
@@ -209,6 +328,7 @@ def measure_release(
     original: pl.DataFrame | None = None,
     masked: Sequence[str] = (),
     missing_semantics: str = "wildcard",
+    weights: str | None = None,
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -226,7 +346,11 @@ def measure_release(
         for suppressed cells); ``"value"``: a missing cell is a value of its own, as an attacker
         who reads "suppressed" as a category would group it. Every group figure (k-anonymity,
         exposure, uniques, the effect of withholding) and the budget use this reading; with
-        ``"wildcard"`` the other reading is also given (``exposure_missing_as_value``).
+        ``"wildcard"`` the other reading is also given (``exposure_missing_as_value``). The
+        individual risk reads missing cells the same way (:func:`sdckit.risk.individual_risk`).
+    weights : the sampling-weight column, for the individual and global risk (taken from the
+        release, or from ``original`` when the release withholds it; None: the release is the
+        population, r = 1 / f_k).
 
     Notes
     -----
@@ -290,4 +414,28 @@ def measure_release(
         interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
         exposure_without=without,
         fixes=() if exposure <= budget + 1e-12 else _fixes(release, qis, k, budget, masked, without),
+        weights=weights,
+        individual_risk=_individual(release, qis, weights, original, missing_semantics),
+        information_loss=_information_loss(original, release, qis, masked) if original is not None else None,
+        warnings=_warnings(release, qis, sensitive, masked, weights, l_div),
     )
+
+
+def _individual(
+    release: pl.DataFrame, qis: Sequence[str], weights: str | None, original: pl.DataFrame | None, missing: str
+) -> dict[str, Any] | None:
+    """The release's individual and global risk on its quasi-identifiers (weights from the release, else the input)."""
+    from sdckit.risk._individual import individual_risk
+
+    if not qis or not release.height:
+        return None
+    frame = release.select(qis)
+    if weights is not None:
+        source = release if weights in release.columns else original
+        if source is None or weights not in source.columns or source.height != release.height:
+            raise InputError(f"weights={weights!r}: the column is neither in the release nor in the original rows.")
+        frame = frame.with_columns(source[weights].alias(weights))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = individual_risk(frame, list(qis), weights=weights, missing="wildcard" if missing == "wildcard" else "value")
+    return got.to_dict()
