@@ -218,3 +218,81 @@ def test_lazy_and_duckdb_frames_give_the_same_risk(testdata: pl.DataFrame) -> No
     rel = duckdb.from_arrow(testdata.to_arrow())
     s = risk_summary(rel, KEYS, k=3, weights="sampling_weight", per_column=False)
     assert s.expected_reidentifications == pytest.approx(PEER_ER, abs=1e-6)
+
+
+# --- missing keys (issue 23): the documented reading and sdcMicro's wildcard reading by name -------
+
+SUPPRESSED = Path(__file__).resolve().parents[1] / "data" / "testdata_suppressed_k3.csv"
+# sdcMicro 5.8.1 (R 4.x) on the file (testdata after sdcMicro's localSuppression at k = 3, 293 cells
+# missing; see tests/data/README.md), computed with
+#   x <- read.csv("testdata_suppressed_k3.csv")
+#   r <- measure_risk(x, keyVars=c("urbrur","roof","walls","water","electcon","relat","sex"),
+#                     w="sampling_weight")
+#   r$Res[i, ]  (risk, fk, Fk); r$global_risk_ER; r$global_risk   printed with sprintf("%.17g")
+#   measure_risk(x, keyVars=...)  (no w) for the unweighted figures; rows are 0-based here.
+SUPPRESSED_ROWS = [  # (row, fk, Fk, risk); rows 40-42 have a missing key
+    (40, 84, 8400.0, 0.00012046741356463077),
+    (41, 84, 8400.0, 0.00012046741356463077),
+    (42, 88, 8800.0, 0.00011492931846914148),
+    (209, 3, 300.0, 0.0049751243781094535),
+    (0, 109, 10900.0, 9.2584019998148313e-05),
+]
+SUPPRESSED_ER = 2.1208039565636674
+SUPPRESSED_GLOBAL = 0.00046305763243748195
+SUPPRESSED_ER_UNWEIGHTED = 185.81028978081875
+
+
+def test_wildcard_reading_matches_sdcmicro_measure_risk() -> None:
+    x = pl.read_csv(SUPPRESSED)
+    assert sum(x[c].null_count() for c in KEYS) == 293
+    r = individual_risk(x, KEYS, weights="sampling_weight", missing="wildcard")
+    assert r.missing == "wildcard"
+    for row, fk, big_f, risk in SUPPRESSED_ROWS:
+        assert r.sample_frequency[row] == fk
+        assert r.population_frequency[row] == pytest.approx(big_f, abs=1e-9)
+        assert r.risk[row] == pytest.approx(risk, abs=1e-12)
+    assert r.expected_reidentifications == pytest.approx(SUPPRESSED_ER, abs=1e-9)
+    assert r.global_risk == pytest.approx(SUPPRESSED_GLOBAL, abs=1e-9)
+    flat = individual_risk(x, KEYS, weights=None, missing="wildcard")
+    assert flat.expected_reidentifications == pytest.approx(SUPPRESSED_ER_UNWEIGHTED, abs=1e-9)
+
+
+def test_value_reading_is_the_default_and_counts_missing_as_a_category() -> None:
+    x = pl.read_csv(SUPPRESSED)
+    r = individual_risk(x, KEYS, weights="sampling_weight")
+    assert r.missing == "value" and r.to_dict()["missing"] == "value"
+    # independent count: pandas groups with the missing cells as one more value (dropna=False)
+    pdf = x.to_pandas()
+    grouped = pdf.groupby(KEYS, dropna=False)
+    fk = grouped["sampling_weight"].transform("size").to_numpy()
+    big_f = grouped["sampling_weight"].transform("sum").to_numpy()
+    np.testing.assert_array_equal(r.sample_frequency, fk)
+    np.testing.assert_allclose(r.population_frequency, big_f, rtol=0, atol=1e-9)
+    # a missing cell that matches nothing can only make groups smaller: the value reading is never below
+    wild = individual_risk(x, KEYS, weights="sampling_weight", missing="wildcard")
+    assert np.all(r.sample_frequency <= wild.sample_frequency)
+    assert r.expected_reidentifications > wild.expected_reidentifications
+
+
+def test_wildcard_equals_value_without_missing_keys(testdata: pl.DataFrame) -> None:
+    a = individual_risk(testdata, KEYS, weights="sampling_weight", missing="wildcard")
+    b = individual_risk(testdata, KEYS, weights="sampling_weight")
+    np.testing.assert_allclose(a.risk, b.risk, rtol=0, atol=1e-15)
+
+
+def test_wildcard_weight_sums_brute_force() -> None:
+    from sdckit.risk._wildcard import wildcard_sizes, wildcard_weight_sums
+
+    rng = np.random.default_rng(7)
+    codes = rng.integers(-1, 3, size=(200, 4)).astype(np.int32)
+    w = rng.uniform(1, 9, 200)
+    compatible = np.all((codes[:, None, :] == codes[None, :, :]) | (codes[:, None, :] < 0) | (codes[None, :, :] < 0), axis=2)
+    np.testing.assert_allclose(wildcard_weight_sums(codes, w), compatible @ w, rtol=1e-12)
+    np.testing.assert_array_equal(wildcard_sizes(codes), compatible.sum(axis=1))
+
+
+def test_unknown_missing_reading_is_refused() -> None:
+    from sdckit.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="missing='any'.*'wildcard'"):
+        individual_risk(pl.DataFrame({"a": [1, 2]}), ["a"], weights=None, missing="any")  # type: ignore[arg-type]

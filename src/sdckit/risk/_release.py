@@ -249,7 +249,9 @@ def _entropy_bits(x: np.ndarray) -> float:
 def _information_loss(
     original: pl.DataFrame, release: pl.DataFrame, qis: Sequence[str], masked: Sequence[str]
 ) -> dict[str, Any] | None:
-    cols = [c for c in qis if c in original.columns and c not in set(masked)]
+    # a masked column still numeric in the release is measured by interval disclosure; a recoded
+    # one (numeric age released as bands) is categorical now
+    cols = [c for c in qis if c in original.columns and not (c in set(masked) and release.schema[c].is_numeric())]
     if not cols or original.height != release.height:
         return None
     per: dict[str, Any] = {}
