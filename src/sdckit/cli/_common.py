@@ -168,13 +168,32 @@ def check_plot_path(path: Path, *, inputs: Sequence[Path] = ()) -> None:
 
 
 @contextmanager
-def progress(description: str, *, total: float | None = None, quiet: bool = False) -> Iterator[Callable[..., None]]:
+def progress(
+    description: str, *, total: float | None = None, quiet: bool = False, lines_when_piped: bool = False
+) -> Iterator[Callable[..., None]]:
     """A progress bar on stderr (so ``--json`` on stdout stays clean); yields ``advance(n=1)``.
 
-    Hidden when ``quiet`` or when stderr is not a terminal. With ``total=None`` it is a spinner.
+    Hidden when ``quiet``. When stderr is not a terminal (piped, a log file) it is hidden too, or,
+    with ``lines_when_piped``, one plain line per stage (``advance(description=...)``) with the
+    time elapsed. With ``total=None`` it is a spinner.
     """
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    if not quiet and not stderr.is_terminal and lines_when_piped:
+        import time
+
+        start = time.perf_counter()
+        stderr.print(f"{description}: started", markup=False, highlight=False, soft_wrap=True)
+
+        def line(n: float = 1, description: str | None = None) -> None:
+            if description:
+                stderr.print(f"  {time.perf_counter() - start:6.1f} s  {description}", markup=False, highlight=False,
+                             soft_wrap=True)
+
+        yield line
+        stderr.print(f"{description}: done in {time.perf_counter() - start:.1f} s", markup=False, highlight=False,
+                     soft_wrap=True)
+        return
     if quiet or not stderr.is_terminal:
 
         def noop(*_: Any, **__: Any) -> None:

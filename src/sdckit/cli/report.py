@@ -82,7 +82,8 @@ def report(
         if value is not None:
             overrides[key] = value
     cfg = cfg.replace(**overrides)
-    with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
+    with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json,
+                  lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance, report=False)
         html_path, json_path = build_report(result, advance=advance).write(output)
     measure = result.release_measure
@@ -144,7 +145,8 @@ def run(
     from sdckit.pipeline import load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
-    with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
+    with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json,
+                  lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance)
         written = write_outputs(result)
     measure = result.release_measure
