@@ -16,6 +16,7 @@ from typing import Any
 
 from _harness import Timing, emit
 from sdckit.pipeline import PipelineConfig, run_pipeline
+from sdckit.pipeline._config import EXPERIMENTS
 
 
 def main() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
         stages.clear()
         t0 = time.perf_counter()
         stages.append(("start", t0))
-        result = run_pipeline(PipelineConfig(), advance=advance)
+        result = run_pipeline(PipelineConfig(experiments=EXPERIMENTS), advance=advance)  # as `sdckit report`
         with tempfile.TemporaryDirectory() as tmp:
             result.report.write(Path(tmp) / "report.html")
         runs.append(time.perf_counter() - t0)

@@ -66,8 +66,8 @@ def _check_policy(missing: str) -> None:
         raise ParameterError(f"missing={missing!r} is not a policy; use one of {', '.join(map(repr, _POLICIES))}.")
 
 
-def _missing_expr(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], name: str) -> nw.Expr:
-    dtype = frame.collect_schema()[name]
+def _missing_expr(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], name: str, schema: Any = None) -> nw.Expr:
+    dtype = (schema if schema is not None else frame.collect_schema())[name]  # one schema for many columns
     expr = nw.col(name).is_null()
     if dtype.is_float():
         expr = expr | nw.col(name).is_nan()
@@ -128,19 +128,21 @@ def read_data(
         if floats:
             frame = frame.with_columns(*[nw.col(c).fill_nan(None) for c in floats])
     else:
+        schema = frame.collect_schema()
         if isinstance(frame, nw.DataFrame):
+            masks = frame.select(*[_missing_expr(frame, name, schema).alias(name) for name in names])
             for name in names:
-                mask = frame.select(_missing_expr(frame, name).alias("m"))["m"].to_numpy()
+                mask = masks[name].to_numpy()
                 count = int(mask.sum())
                 if count and missing == "error":
                     raise MissingValuesError(name, count, int(np.argmax(mask)))
             if missing == "drop":
-                keep = ~nw.any_horizontal(*[_missing_expr(frame, c) for c in names], ignore_nulls=True)
+                keep = ~nw.any_horizontal(*[_missing_expr(frame, c, schema) for c in names], ignore_nulls=True)
                 before = len(frame)
                 frame = frame.filter(keep)
                 n_dropped = before - len(frame)
         else:
-            keep = ~nw.any_horizontal(*[_missing_expr(frame, c) for c in names], ignore_nulls=True)
+            keep = ~nw.any_horizontal(*[_missing_expr(frame, c, schema) for c in names], ignore_nulls=True)
             frame = frame.filter(keep)
             n_dropped = None
     if isinstance(frame, nw.DataFrame):

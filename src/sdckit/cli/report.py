@@ -22,6 +22,8 @@ from sdckit.cli._common import (
 
 # one tick per stage of run_pipeline/assemble_report: plan, steps..., 6 sections
 _STAGES = 8
+_MAX_FLAGS = 10
+"""Role flags printed on the terminal; the report lists them all."""
 
 
 def register(app: typer.Typer) -> None:
@@ -108,9 +110,11 @@ def _print_roles(result: object) -> None:
         return
     if roles.guessed:
         stdout.print(f"[yellow]Quasi-identifiers guessed[/] (no roles given; name them with -q): {', '.join(roles.quasi_identifiers)}")
-    for flag in roles.flags:
-        if flag.kind != "guessed":
-            stdout.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False)
+    flags = [flag for flag in roles.flags if flag.kind != "guessed"]
+    for flag in flags[:_MAX_FLAGS]:
+        stdout.print(f"[yellow]{flag.kind}:[/] {escape(flag.message)}", highlight=False)
+    if len(flags) > _MAX_FLAGS:  # a wide file: the rest are in the report's roles table
+        stdout.print(f"[yellow]... and {len(flags) - _MAX_FLAGS:,} more flags[/] (every one is in the report)")
     if result.not_released:
         stdout.print(escape("Not released: " + ", ".join(f"{c} ({why})" for c, why in result.not_released.items())))
 

@@ -529,7 +529,8 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
         elif isinstance(step, SuppressStep) and step.columns != "plan":
             dropped.update(step.columns)
     released = [c for c in roles.released(frame.columns) if c not in dropped]
-    numeric = [c for c in released if frame.schema[c].is_numeric() and frame.schema[c] != pl.Boolean]
+    schema = frame.schema  # once: building it costs O(columns)
+    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean]
     if len(numeric) < 2:
         return ()
     x, names = check_numeric(frame, numeric, missing="drop")

@@ -288,7 +288,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         sensitive = [c for c in (roles.sensitive if roles is not None else ()) if c in frame.columns]
         risk = risk_review_section(
             frame, qis, k=config.k, budget=config.budget, missing=config.missing, include_plan=False,
-            weights=weights, sensitive=sensitive or None,
+            weights=weights, sensitive=sensitive or None, plan=result.plan,
         )
         risk.title = "Re-identification risk of the input, as is"
         sections.append(risk)

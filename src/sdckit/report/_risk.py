@@ -136,6 +136,7 @@ def risk_section(
     missing: MissingPolicy = "value",
     plot: bool = True,
     include_plan: bool = True,
+    plan: ReleasePlan | None = None,
 ) -> Section:
     """Section 'Re-identification risk': k-anonymity, uniques, the exposure curve beside the bounds
     from the marginals, entropy (what it does and does not mean), per-column parts, the release plan.
@@ -148,10 +149,12 @@ def risk_section(
     missing : ``"value"`` (default) or ``"drop"``.
     plot : include the exposure figure (inline SVG).
     include_plan : show the release plan here (False when the report has its own plan section).
+    plan : the release plan at k and budget when already made on these columns (the pipeline's);
+        None plans here.
     """
     s = risk_summary(data, columns, k=k, missing=missing)
     assert s.marginals is not None
-    plan = plan_release(s.marginals, k=k, budget=budget)
+    plan = plan if plan is not None else plan_release(s.marginals, k=k, budget=budget)
     best = s.bounds["best"]
     section = Section("risk", "Re-identification risk", data={"summary": s.to_dict(), "plan": plan.to_dict()})
     section.add(
@@ -451,13 +454,14 @@ def risk_review_section(
     weights: str | None = None,
     sensitive: Sequence[str] | None = None,
     suda: bool = False,
+    plan: ReleasePlan | None = None,
 ) -> Section:
     """:func:`risk_section` with the disclosure-review measures appended: the per-record risk
     histogram and global risk (with ``weights``, the Benedetti-Franconi model), an l-diversity table
     when ``sensitive`` columns are given, SUDA2 with ``suda``; their figures go into the section data
     under ``individual_risk``, ``l_diversity`` and ``suda2``."""
     section = risk_section(
-        data, columns, k=k, budget=budget, missing=missing, plot=plot, include_plan=include_plan
+        data, columns, k=k, budget=budget, missing=missing, plot=plot, include_plan=include_plan, plan=plan
     )
     blocks, payload = risk_measure_blocks(
         data, columns, weights=weights, sensitive=sensitive, suda=suda, missing=missing, plot=plot
