@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+
 from _harness import Timing, emit
 
 CLI = "import sys; from sdckit.cli import main; sys.argv[0] = 'sdckit'; main()"

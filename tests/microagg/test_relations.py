@@ -78,3 +78,18 @@ def test_cli_refuses_the_readme_example_and_masks_together(tmp_path: Path) -> No
         app, ["microaggregate", CENSUS, "-c", "AGI,FEDTAX,PTOTVAL", "--allow-linear-relations", "-o", str(out)]
     )
     assert r.exit_code == 0, r.output
+
+
+def test_many_columns_use_the_gram_matrix_and_find_the_same_relation() -> None:
+    from sdckit.microagg._relations import GRAM_FROM
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(400, GRAM_FROM + 20))
+    x[:, -1] = 2 * x[:, 0] - x[:, 3]  # an exact relation among 120 columns
+    names = [f"c{j}" for j in range(x.shape[1])]
+    wide = find_linear_relations(x, names, prefer=[names[-1]])
+    assert len(wide) == 1
+    assert wide[0].target == names[-1]
+    # the SVD path (few columns) finds the same relation
+    narrow = find_linear_relations(x[:, [0, 3, 5, x.shape[1] - 1]], [names[0], names[3], names[5], names[-1]], prefer=[names[-1]])
+    assert [r.formula() for r in narrow] == [r.formula() for r in wide]

@@ -88,9 +88,11 @@ def test_release_risk_equals_sdcmicro_measure_risk_on_the_written_file(tmp_path:
     result = run_pipeline(parse_config(raw))
     written = write_outputs(result)
     measure = result.release_measure
-    assert measure is not None and measure.individual_risk is not None
+    assert measure is not None
+    assert measure.individual_risk is not None
     ir = measure.individual_risk
-    assert ir["missing"] == "wildcard" and ir["weights"] == "sampling_weight"
+    assert ir["missing"] == "wildcard"
+    assert ir["weights"] == "sampling_weight"
     assert ir["expected_reidentifications"] == pytest.approx(PEER_ER, abs=1e-9)
     assert ir["global_risk"] == pytest.approx(PEER_GLOBAL, abs=1e-9)
     assert ir["max_risk"] == pytest.approx(PEER_MAX, abs=1e-9)
@@ -124,7 +126,8 @@ def test_experiments_turned_on_are_marked_and_pointed_to(csv: Path) -> None:
     raw = _config(csv, experiments=["curator_plan", "microaggregation"])
     result = run_pipeline(parse_config(raw))
     titles = {s.id: s.title for s in result.report.sections}
-    assert titles["plan"].startswith(EXPERIMENT) and titles["microaggregation"].startswith(EXPERIMENT)
+    assert titles["plan"].startswith(EXPERIMENT)
+    assert titles["microaggregation"].startswith(EXPERIMENT)
     assert "spectral" not in titles
     ids = [s.id for s in result.report.sections]
     assert ids.index("plan") > ids.index("release_risk")  # after the release's sections
@@ -145,13 +148,15 @@ def test_summary_lists_every_warning(csv: Path, survey: pl.DataFrame) -> None:
     assert measure is not None
     warnings = list(measure.warnings)
     near = [w for w in warnings if w.startswith("weight is released near-unique")]
-    assert near and "300 values in 300 rows" in near[0]
+    assert near
+    assert "300 values in 300 rows" in near[0]
     # l < 2: counted independently, the share of users in groups with a single value of disease
     g = survey.group_by(["region", "sex", "age_group"]).agg(pl.col("disease").n_unique().alias("l"), pl.len().alias("n"))
     share = g.filter(pl.col("l") == 1)["n"].sum() / survey.height
     assert g["l"].min() == 1
     ldiv = [w for w in warnings if w.startswith("sensitive column disease has l = 1")]
-    assert ldiv and f"{100 * share:.3g} % of users" in ldiv[0]
+    assert ldiv
+    assert f"{100 * share:.3g} % of users" in ldiv[0]
     assert any("no figure of this report measures note" in w for w in warnings)
     summary = next(s for s in result.report.sections if s.id == "summary")
     assert summary.data["warnings"] == warnings
@@ -219,7 +224,8 @@ def test_report_without_pipeline_is_about_the_input_and_piped_progress_prints_on
     for stage in ("Reading the input", "Measuring the release", "Risk of the release",
                   "Re-identification risk of the input", "Experiment: microaggregation"):
         assert stages.count(stage) == 1, (stage, lines)
-    assert lines[0].endswith("started") and "done in" in lines[-1]
+    assert lines[0].endswith("started")
+    assert "done in" in lines[-1]
     sidecar = json.loads(out.with_suffix(".json").read_text())
     titles = {sid: s["title"] for sid, s in sidecar["sections"].items()}
     assert {"plan", "microaggregation", "spectral"} <= set(titles)  # sdckit report FILE: all of the input

@@ -260,7 +260,8 @@ def test_wildcard_reading_matches_sdcmicro_measure_risk() -> None:
 def test_value_reading_is_the_default_and_counts_missing_as_a_category() -> None:
     x = pl.read_csv(SUPPRESSED)
     r = individual_risk(x, KEYS, weights="sampling_weight")
-    assert r.missing == "value" and r.to_dict()["missing"] == "value"
+    assert r.missing == "value"
+    assert r.to_dict()["missing"] == "value"
     # independent count: pandas groups with the missing cells as one more value (dropna=False)
     pdf = x.to_pandas()
     grouped = pdf.groupby(KEYS, dropna=False)
@@ -294,5 +295,5 @@ def test_wildcard_weight_sums_brute_force() -> None:
 def test_unknown_missing_reading_is_refused() -> None:
     from sdckit.errors import ParameterError
 
-    with pytest.raises(ParameterError, match="missing='any'.*'wildcard'"):
+    with pytest.raises(ParameterError, match=r"missing='any'.*'wildcard'"):
         individual_risk(pl.DataFrame({"a": [1, 2]}), ["a"], weights=None, missing="any")  # type: ignore[arg-type]

@@ -34,7 +34,6 @@ import numpy as np
 import polars as pl
 
 from sdckit._io import check_numeric
-from sdckit.report._fmt import bound_text
 from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
 

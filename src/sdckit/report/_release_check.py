@@ -40,6 +40,14 @@ def _l_text(measure: ReleaseMeasure) -> str:
     return "; ".join(parts)
 
 
+def _groups_cell(measure: ReleaseMeasure) -> Any:
+    """The number of groups, counted by the table's one rule: with missing cells matching any value a
+    record's group overlaps others, so there is no count of groups to set beside k-anonymity."""
+    if measure.n_missing_cells and measure.missing_semantics == "wildcard":
+        return "– (a missing cell matches any value: groups overlap)"
+    return measure.n_groups
+
+
 def _missing_note(release: ReleaseMeasure) -> str:
     """How the missing cells were counted, and what the figure is if one reads them as a value."""
     if release.n_missing_cells and release.missing_semantics == "value":
@@ -120,7 +128,8 @@ def release_check_section(
         (f"users in groups < k = {release.k}", _pct(input_measure.exposure_at_k), _pct(release.exposure_at_k),
          f"share of users an intruder can narrow down to fewer than {release.k} people (the budget applies here)"),
         ("unique users", input_measure.n_unique, release.n_unique, "users alone in their group"),
-        ("groups", input_measure.n_groups, release.n_groups, "distinct combinations of the quasi-identifiers"),
+        ("groups", _groups_cell(input_measure), _groups_cell(release),
+         "distinct combinations of the quasi-identifiers, counted by the rule of the rows above"),
         ("columns released", len(input_measure.columns), len(release.columns), "columns in the file"),
         ("l-diversity of the sensitive columns", _l_text(input_measure), _l_text(release),
          "fewest distinct sensitive values in a group; l = 1: some group shares one value, which an intruder "

@@ -115,13 +115,18 @@ def release_risk_section(
         ),
     )
     idisc = release.interval_disclosure
+    # l-diversity groups a missing cell as a value of its own: in this table only when that is its rule
+    same_rule = release.missing_semantics == "value" or not (release.n_missing_cells or input_measure.n_missing_cells)
     rows: list[tuple[Any, ...]] = [
         ("expected re-identifications", ir_in["expected_reidentifications"], ir["expected_reidentifications"]),
         ("global risk", pct(ir_in["global_risk"]), pct(ir["global_risk"])),
         ("highest individual risk", pct(ir_in["max_risk"]), pct(ir["max_risk"])),
         ("records with risk > 0.1", ir_in["n_above"]["0.1"], ir["n_above"]["0.1"]),
         ("k-anonymity (smallest group)", input_measure.k_anonymity, release.k_anonymity),
-        *[(f"l-diversity of {c}", _l_cell(input_measure, c), _l_cell(release, c)) for c in (release.l_diversity or {})],
+        *[(f"l-diversity of {c}", _l_cell(input_measure, c), _l_cell(release, c)) for c in (release.l_diversity or {})
+          if same_rule],
+        *([("l-diversity", "–", "in 'Input and release, side by side': its groups read a missing cell as a value "
+            "of its own, another rule than this table's")] if release.l_diversity and not same_rule else []),
         ("interval disclosure of the masked columns (±5 % sd)", "all records (unmasked)" if idisc else "–",
          pct(idisc["share"]) if idisc else "– (no masked numeric column)"),
     ]

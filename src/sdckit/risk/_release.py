@@ -12,7 +12,12 @@ the refusal rule reads its ``within_budget``:
   (:func:`sdckit.risk.l_diversity`);
 * interval disclosure of the masked numeric columns (share of records whose every original value
   lies within +- 5 % of a standard deviation of the released one; sdcMicro ``dRisk``);
-* when over budget, what would fix it, with the exposure each fix reaches.
+* when over budget, what would fix it, with the exposure each fix reaches;
+* the individual and global risk of the release with the sampling weights (the released
+  quasi-identifiers, missing cells read as ``missing_semantics`` says;
+  :func:`sdckit.risk.individual_risk`), the information loss of each categorical
+  quasi-identifier, and the warnings a reviewer must see (near-unique released columns, l < 2,
+  released columns no figure measures).
 
 Pure logic, no I/O.
 """
