@@ -230,3 +230,4 @@ def test_report_without_pipeline_is_about_the_input_and_piped_progress_prints_on
     titles = {sid: s["title"] for sid, s in sidecar["sections"].items()}
     assert {"plan", "microaggregation", "spectral"} <= set(titles)  # sdckit report FILE: all of the input
     assert titles["data"] == "The input at a glance"
+    assert sidecar["title"] == "Report on the input: survey.csv (no masking)"

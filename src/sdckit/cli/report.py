@@ -69,6 +69,7 @@ def report(
     if config is None:  # messages name where a setting came from: here the options, not "<dict>"
         overrides["source"] = "the command line"
         overrides["experiments"] = EXPERIMENTS  # without a pipeline the report is about the input: all of it
+        overrides["name"] = f"Report on the input: {data.name if data is not None else 'UCI Adult'} (no masking)"
     if data is not None:
         overrides["input"] = str(data)
     from sdckit._io import ReadOptions
