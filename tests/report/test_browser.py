@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from sdckit.pipeline import load_config, run_pipeline
+from sdckit.pipeline._config import EXPERIMENTS
 from sdckit.report._main import SECTION_IDS, build_report
 
 ADULT_PIPELINE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
@@ -34,8 +35,10 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    # the Adult example pipeline (its masking steps run in memory), rendered: input and release side by side
-    build_report(run_pipeline(load_config(ADULT_PIPELINE), report=False)).write(out)
+    # the Adult example pipeline (its masking steps run in memory), rendered: input and release side by
+    # side, with the experiments on the input turned on (they are off by default) to check them too
+    config = load_config(ADULT_PIPELINE).replace(experiments=EXPERIMENTS)
+    build_report(run_pipeline(config, report=False)).write(out)
     return out
 
 
