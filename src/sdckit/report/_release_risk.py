@@ -118,7 +118,8 @@ def release_risk_section(
     # l-diversity groups a missing cell as a value of its own: in this table only when that is its rule
     same_rule = release.missing_semantics == "value" or not (release.n_missing_cells or input_measure.n_missing_cells)
     rows: list[tuple[Any, ...]] = [
-        ("expected re-identifications", ir_in["expected_reidentifications"], ir["expected_reidentifications"]),
+        ("expected re-identifications", f"{ir_in['expected_reidentifications']:,.2f}",
+         f"{ir['expected_reidentifications']:,.2f}"),
         ("global risk", pct(ir_in["global_risk"]), pct(ir["global_risk"])),
         ("highest individual risk", pct(ir_in["max_risk"]), pct(ir["max_risk"])),
         ("records with risk > 0.1", ir_in["n_above"]["0.1"], ir["n_above"]["0.1"]),
