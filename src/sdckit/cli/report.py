@@ -20,8 +20,8 @@ from sdckit.cli._common import (
     stdout,
 )
 
-# one tick per stage of run_pipeline/assemble_report: plan, steps..., 6 sections
-_STAGES = 8
+# one tick per stage of run_pipeline/build_report: read, plan, steps..., measure, 3 sections, 3 experiments
+_STAGES = 9
 _MAX_FLAGS = 10
 """Role flags printed on the terminal; the report lists them all."""
 
@@ -58,7 +58,9 @@ def report(
     """Write the self-contained HTML report: the release measured beside the input, risk, plan, masking, summary.
 
     With a pipeline file, its steps run in memory (nothing but the report is written) and the report
-    measures their release; without one, the release is the input's role columns as they are.
+    measures their release, with the experiments the file lists; without one, the release is the
+    input's role columns as they are and the experiments on the input (curator plan,
+    microaggregation, private PCA) all run. Piped, one progress line per stage goes to stderr.
     """
     from sdckit.pipeline import PipelineConfig, load_config, run_pipeline
     from sdckit.pipeline._config import EXPERIMENTS
