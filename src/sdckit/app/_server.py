@@ -14,6 +14,8 @@ panel re-rendered; a re-measure runs in a worker thread and the page polls ``/st
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 import time
 from dataclasses import replace
 from importlib import resources
@@ -50,8 +52,15 @@ def create_app(
     """The workbench as an ASGI app. ``initial``: a file (or ``adult``) each new session loads;
     ``token``: required on every request; ``check_host``: refuse a non-loopback ``Host`` header
     (off only when the server listens beyond loopback, with a token)."""
-    app = FastAPI(title="sdckit app", docs_url=None, redoc_url=None, openapi_url=None)
     sessions: dict[str, Workspace] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        for ws in sessions.values():  # the sessions' private folders (uploads, exports) go with the server
+            ws.close()
+
+    app = FastAPI(title="sdckit app", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     env = _env()
 
     @app.middleware("http")
@@ -203,11 +212,6 @@ def create_app(
             return PlainTextResponse("Error: build the report of the state on screen first (Export, Build the report).", 409)
         return FileResponse(ws.report_path, filename="report.html", media_type="text/html")
 
-    @app.on_event("shutdown")
-    def close_all() -> None:
-        for ws in sessions.values():
-            ws.close()
-
     app.state.sessions = sessions
     return app
 
@@ -260,6 +264,7 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
             reproducible=bool(form.get("reproducible", state.reproducible)),
             seed=_int(form, "seed", "the seed of the random steps") if form.get("seed") not in (None, "") else state.seed,
             output=str(form.get("output") or state.output),
+            report_output=str(form.get("report_output", state.report_output)).strip(),
             name=str(form.get("name") or state.name),
         )
         new.config(run_seed=ws.seed)  # validated now: a wrong k or budget is the pipeline's one line

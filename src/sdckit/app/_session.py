@@ -111,6 +111,8 @@ class Workbench:
     """The seed written when ``reproducible`` is on."""
     output: str = "release.csv"
     """The released file's name in the exported YAML (its ending chooses the format)."""
+    report_output: str = "report.html"
+    """The report's name in the exported YAML; empty: ``sdckit run`` writes no report."""
 
     @property
     def role_of(self) -> dict[str, str]:
@@ -139,7 +141,7 @@ class Workbench:
         elif not export and run_seed is not None and "reproducible" not in PipelineConfig.model_fields:
             out["seed"] = run_seed  # a secret seed of this session (where the pipeline has no OS-entropy default)
         out["steps"] = self.step_list()
-        out["output"] = {"data": self.output, "report": "report.html"} if export else {"data": None, "report": None}
+        out["output"] = {"data": self.output, "report": self.report_output or None} if export else {"data": None, "report": None}
         return out
 
     def config(self, *, run_seed: int | None = None) -> PipelineConfig:
