@@ -137,11 +137,13 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
 
     _add_step(page, "recode", RECODE)
     recoded = _pct(_figure(page, EXPOSURE))
-    assert recoded < start and _pct(_figure(page, EXPOSURE, "before")) == pytest.approx(start, abs=1e-3)
+    assert recoded < start
+    assert _pct(_figure(page, EXPOSURE, "before")) == pytest.approx(start, abs=1e-3)
     assert "GlobalRecoder changed" in page.locator("li.step").nth(0).inner_text()
     _add_step(page, "local_suppression", SUPPRESS)
     assert _figure(page, EXPOSURE) == "0 %"
-    assert "set" in page.locator("li.step").nth(1).inner_text() and "missing" in page.locator("li.step").nth(1).inner_text()
+    assert "set" in page.locator("li.step").nth(1).inner_text()
+    assert "missing" in page.locator("li.step").nth(1).inner_text()
     _add_step(page, "microaggregate", MICROAGG)
     assert page.locator("li.step").count() == 3
     assert _figure(page, "interval disclosure (share within ±5 % sd)") != "-"
@@ -154,7 +156,8 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
     assert page.locator("li.step").count() == 2
     assert _figure(page, EXPOSURE) == "0 %"
     assert page.locator('tr[data-figure="interval disclosure (share within ±5 % sd)"]').count() == 0
-    assert "redo" in page.locator("#redo").inner_text().lower() and page.locator("#redo").is_enabled()
+    assert "redo" in page.locator("#redo").inner_text().lower()
+    assert page.locator("#redo").is_enabled()
 
     page.screenshot(path=str(tmp_path / "3-undone.png"), full_page=True)
     shown = {label: _figure(page, label) for label in (EXPOSURE, "k-anonymity (smallest group)", "uniques (groups of 1)")}
@@ -197,23 +200,28 @@ def test_bad_input_shows_the_error_and_the_session_goes_on(server: str, browser:
     bad.write_bytes(b"not a parquet file")
     page.fill("#load-source", str(bad))
     _act(page, lambda: page.click("#load-path button[type=submit]"))
-    assert "broken.parquet" in _error(page) and _error(page).startswith("Error:")
+    assert "broken.parquet" in _error(page)
+    assert _error(page).startswith("Error:")
     assert "32,561 rows" in page.locator("#glance-summary").inner_text()  # still the Adult data
 
     _add_step(page, "recode", "{rules: {agee: {breaks: [0, 30, 50]}}}")  # a missing column
-    assert "'agee'" in _error(page) and "Did you mean 'age'" in _error(page)
+    assert "'agee'" in _error(page)
+    assert "Did you mean 'age'" in _error(page)
     assert page.locator("li.step").count() == 0  # the failed change was not kept
     _add_step(page, "local_suppression", "{k: 0}")  # a wrong parameter
-    assert "k" in _error(page) and page.locator("li.step").count() == 0
+    assert "k" in _error(page)
+    assert page.locator("li.step").count() == 0
     _add_step(page, "microaggregate", "{method: mdavv}")
     assert "mdavv" in _error(page)
     page.screenshot(path=str(tmp_path / "4-error.png"), full_page=True)
 
     _add_step(page, "recode", '{rules: {age: {hierarchy: "adult:age", level: 2}}}')  # the session still works
-    assert not _error(page) and page.locator("li.step").count() == 1
+    assert not _error(page)
+    assert page.locator("li.step").count() == 1
     assert "GlobalRecoder" in page.locator("li.step").first.inner_text()
 
     other = _new_page(browser, problems, [])  # another tab (here another context): its own session
     other.goto(server)
-    assert other.url != first and other.locator("li.step").count() == 0
+    assert other.url != first
+    assert other.locator("li.step").count() == 0
     assert not problems, problems

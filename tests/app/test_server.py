@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("fastapi", reason="sdckit app needs its extra: pip install 'sdckit[app]'")
 pytest.importorskip("httpx", reason="the test client needs httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from sdckit.app import create_app  # noqa: E402
+from sdckit.app import create_app
 
 CSV = "region,sex,age_group,hours\nN,F,20-29,40\nN,F,20-29,38\nN,M,30-39,45\nS,M,30-39,50\nS,F,40-49,20\nS,F,40-49,22\n"
 
@@ -51,14 +51,17 @@ def test_each_tab_has_its_own_session_and_needs_its_cookie() -> None:
     app = create_app()
     client = TestClient(app, base_url="http://127.0.0.1")
     first, second = _open(client), _open(client)
-    assert first != second and len(app.state.sessions) == 2
+    assert first != second
+    assert len(app.state.sessions) == 2
     stranger = TestClient(app, base_url="http://127.0.0.1")  # another browser: no cookie of the session
     assert stranger.get(first).status_code == 404
     assert stranger.get(first + "export/pipeline.yaml").status_code == 404
     page = client.get(first)
-    assert page.status_code == 200 and "Content-Security-Policy" in page.headers
+    assert page.status_code == 200
+    assert "Content-Security-Policy" in page.headers
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]
-    assert 'src="/static/app.js"' in page.text and "http://" not in page.text.split("<body")[0]
+    assert 'src="/static/app.js"' in page.text
+    assert "http://" not in page.text.split("<body")[0]
 
 
 def test_a_foreign_host_header_is_refused_on_loopback() -> None:
@@ -96,16 +99,21 @@ def test_upload_roles_steps_errors_and_export(tmp_path: Path) -> None:
     assert "k: expected a whole number" in (_error(panel) or "")
     assert ws.state.k == 2  # the session goes on with what it had
     panel = _post(client, app, base, "add_step", {"kind": "recode", "options": "{rules: {regoin: {mapping: {N: X}}}}"})
-    assert "regoin" in (_error(panel) or "") and ws.state.steps == ()
+    assert "regoin" in (_error(panel) or "")
+    assert ws.state.steps == ()
     panel = _post(client, app, base, "add_step", {"kind": "local_suppression", "options": "{k: 2}"})
-    assert _error(panel) is None and len(ws.state.steps) == 1
+    assert _error(panel) is None
+    assert len(ws.state.steps) == 1
     run = ws.run_of()
-    assert run is not None and run.result.release_measure is not None
+    assert run is not None
+    assert run.result.release_measure is not None
     assert run.result.release_measure.exposure_at_k == 0.0
     yaml_text = client.get(base + "export/pipeline.yaml").text
-    assert "local_suppression" in yaml_text and "survey.csv" in yaml_text
+    assert "local_suppression" in yaml_text
+    assert "survey.csv" in yaml_text
     released = client.get(base + "export/release")
-    assert released.status_code == 200 and released.text.splitlines()[0].split(",") == ["region", "sex", "age_group", "hours"]
+    assert released.status_code == 200
+    assert released.text.splitlines()[0].split(",") == ["region", "sex", "age_group", "hours"]
     panel = _post(client, app, base, "load", {"source": str(tmp_path / "nothing.csv")})
     assert "nothing.csv" in (_error(panel) or "")
     assert len(ws.state.steps) == 1  # still the uploaded data and its step
@@ -121,7 +129,8 @@ def test_an_over_budget_release_is_not_exported() -> None:
                                                    "k": "3", "budget": "0.0"})
     assert 'id="export-refused"' in panel
     r = client.get(base + "export/release")
-    assert r.status_code == 409 and "over its budget" in r.text
+    assert r.status_code == 409
+    assert "over its budget" in r.text
 
 
 def test_cancel_stops_the_planner_and_the_session_goes_on() -> None:
@@ -136,11 +145,13 @@ def test_cancel_stops_the_planner_and_the_session_goes_on() -> None:
     assert status["label"] == "Planning"
     panel = client.post(base + "api/cancel", json={}).json()["panel"]
     _wait(app)
-    assert ws.job.cancelled and ws.plan is None
+    assert ws.job.cancelled
+    assert ws.plan is None
     panel = client.get(base + "panel").json()["panel"]
     assert "Planning cancelled." in panel
     panel = _post(client, app, base, "add_step", {"kind": "recode", "options": '{rules: {age: {hierarchy: "adult:age", level: 2}}}'})
-    assert _error(panel) is None and len(ws.state.steps) == 1
+    assert _error(panel) is None
+    assert len(ws.state.steps) == 1
 
 
 def test_cli_refuses_an_open_host_without_a_token() -> None:
@@ -150,6 +161,8 @@ def test_cli_refuses_an_open_host_without_a_token() -> None:
 
     result = CliRunner().invoke(cli, ["app", "--host", "0.0.0.0", "--no-browser"])
     assert result.exit_code == 1
-    assert "--token" in result.output and "Traceback" not in result.output
+    assert "--token" in result.output
+    assert "Traceback" not in result.output
     missing = CliRunner().invoke(cli, ["app", "no_such_file.csv", "--no-browser"])
-    assert missing.exit_code == 1 and "no_such_file.csv" in missing.output
+    assert missing.exit_code == 1
+    assert "no_such_file.csv" in missing.output

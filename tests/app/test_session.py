@@ -24,14 +24,21 @@ def test_undo_redo_walks_the_history_and_a_change_clears_redo() -> None:
     c = Workbench(k=4)
     h.change(b, "k 3")
     h.change(c, "k 4")
-    assert h.undo() == "k 4" and h.state == b
-    assert h.undo() == "k 3" and h.state == a
-    assert h.undo() is None and h.state == a
-    assert h.redo() == "k 3" and h.state == b
+    assert h.undo() == "k 4"
+    assert h.state == b
+    assert h.undo() == "k 3"
+    assert h.state == a
+    assert h.undo() is None
+    assert h.state == a
+    assert h.redo() == "k 3"
+    assert h.state == b
     h.change(Workbench(k=7), "k 7")
-    assert h.redo() is None and h.state.k == 7 and h.previous == b
+    assert h.redo() is None
+    assert h.state.k == 7
+    assert h.previous == b
     h.drop_last()  # a change whose run failed
-    assert h.state == b and not h.redo_stack
+    assert h.state == b
+    assert not h.redo_stack
     h.change(b, "no change")  # the same state is no change
     assert h.undo_stack[-1][1] == "k 3"
 
@@ -50,8 +57,11 @@ def test_the_exported_yaml_is_the_state_as_a_pipeline_file(tmp_path: Path) -> No
     path = tmp_path / "pipeline.yaml"
     path.write_text(state.pipeline_yaml(), encoding="utf-8")
     cfg = load_config(path)
-    assert cfg.quasi_identifiers == ("age", "sex") and cfg.numeric == ("hours-per-week",)
-    assert cfg.sensitive == ("income",) and cfg.identifiers == ("fnlwgt",) and cfg.keep == ("relationship",)
+    assert cfg.quasi_identifiers == ("age", "sex")
+    assert cfg.numeric == ("hours-per-week",)
+    assert cfg.sensitive == ("income",)
+    assert cfg.identifiers == ("fnlwgt",)
+    assert cfg.keep == ("relationship",)
     assert (cfg.k, cfg.budget, cfg.seed) == (4, 0.1, 42)
     assert [s.kind for s in cfg.steps] == ["recode", "local_suppression", "microaggregate"]
     assert cfg.steps == state.config(run_seed=1).steps  # what the app runs is what the file says
@@ -86,7 +96,8 @@ def test_a_wrong_step_gets_the_pipeline_files_one_line(kind: str, text: str, nee
         return
     with pytest.raises(ConfigError, match=needle) as err:
         parse_step(kind, text, 3)
-    assert "\n" not in str(err.value) and str(err.value).startswith("the workbench")
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith("the workbench")
 
 
 def test_step_text_round_trips_through_yaml() -> None:
@@ -134,7 +145,8 @@ def test_global_risk_is_the_mean_of_one_over_the_group_size_without_weights() ->
     assert f.global_risk == pytest.approx(float(np.mean([1 / s for s in sizes])))
     assert f.expected_reidentifications == pytest.approx(4.0)  # one per distinct key without weights
     rows = f.rows()
-    assert rows["uniques (groups of 1)"] == "2" and rows["within budget"] == "yes"
+    assert rows["uniques (groups of 1)"] == "2"
+    assert rows["within budget"] == "yes"
 
 
 def test_a_cancelled_job_stops_at_its_next_stage() -> None:
@@ -152,7 +164,10 @@ def test_a_cancelled_job_stops_at_its_next_stage() -> None:
     job.cancel()
     go.set()
     job.wait(5)
-    assert job.cancelled and job.result is None and not reached and not job.running
+    assert job.cancelled
+    assert job.result is None
+    assert not reached
+    assert not job.running
 
 
 def test_a_failing_job_keeps_the_one_line_error() -> None:

@@ -2,7 +2,7 @@
 its stage for the page to poll, and can be cancelled.
 
 The function receives an ``advance`` callback (the pipeline's and the planner's progress hook);
-cancelling makes the next call raise :class:`Cancelled`, so a run stops at its next stage (a step,
+cancelling makes the next call raise :class:`CancelledError`, so a run stops at its next stage (a step,
 the measurement, a node of the planner's lattice), never half-way through writing anything.
 """
 
@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sdckit.errors import SdcError
+from sdckit.errors import SdcError, SdcWarning
 
-__all__ = ["Cancelled", "Job"]
+__all__ = ["CancelledError", "Job"]
 
 
-class Cancelled(Exception):
+class CancelledError(Exception):
     """The user cancelled the job (not an error of the input)."""
 
 
@@ -35,6 +36,8 @@ class Job:
     ticks: int = 0
     result: Any = None
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    """The :class:`~sdckit.errors.SdcWarning` messages the work raised (the CLI's yellow lines), each once."""
     cancelled: bool = False
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
@@ -49,7 +52,7 @@ class Job:
     def advance(self, *_: Any, description: str | None = None, **__: Any) -> None:
         """The progress hook: count a tick, name the stage, stop here when cancelled."""
         if self._cancel.is_set():
-            raise Cancelled
+            raise CancelledError
         self.ticks += 1
         if description:
             self.stage = description
@@ -71,12 +74,17 @@ class Job:
 
     def _run(self) -> None:
         try:
-            self.result = self.work(self.advance)
-        except Cancelled:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", SdcWarning)
+                self.result = self.work(self.advance)
+            for w in caught:
+                if issubclass(w.category, SdcWarning) and str(w.message) not in self.warnings:
+                    self.warnings.append(str(w.message))
+        except CancelledError:
             self.cancelled = True
         except SdcError as err:  # the CLI's one line, shown in the page
             self.error = str(err)
-        except Exception as err:  # noqa: BLE001 - a bug must not kill the session: shown, and the session goes on
+        except Exception as err:  # a bug must not kill the session: shown, and the session goes on
             self.error = f"unexpected {type(err).__name__}: {err}"
         finally:
             self.finished = time.monotonic()

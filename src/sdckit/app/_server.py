@@ -14,19 +14,26 @@ panel re-rendered; a re-measure runs in a worker thread and the page polls ``/st
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-import time
 from dataclasses import replace
 from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles, parse_step, step_text
-from sdckit.app._workspace import Workspace, plan_steps, read_options, user_error, _hierarchies
+from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
 from sdckit.pipeline._config import STEP_KINDS
 

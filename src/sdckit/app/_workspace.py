@@ -44,6 +44,8 @@ class Run:
     release_figures: Figures
     loss: list[dict[str, Any]]
     seconds: float
+    warnings: tuple[str, ...] = ()
+    """The run's warnings (legal but suspicious input), shown as the CLI shows them."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,9 @@ class Workspace:
 
         t0 = time.perf_counter()
         result = run_pipeline(self.config(state), advance=advance, report=False)
-        assert result.input_measure is not None and result.release_measure is not None and result.input_frame is not None
+        assert result.input_measure is not None
+        assert result.release_measure is not None
+        assert result.input_frame is not None
         weights = tuple(result.config.weight or ())
         frame = result.input_frame
         released_input = frame.select(result.roles.released(frame.columns)) if result.roles is not None else frame
@@ -195,7 +199,7 @@ class Workspace:
         def done(job: Job) -> None:
             with self.lock:
                 if job.error is None and not job.cancelled:
-                    self.runs[state] = job.result
+                    self.runs[state] = replace(job.result, warnings=tuple(job.warnings))
                     while len(self.runs) > CACHED_RUNS:
                         self.runs.popitem(last=False)
                     return
