@@ -148,9 +148,18 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
     assert page.locator("li.step").count() == 3
     assert _figure(page, "interval disclosure (share within ±5 % sd)") != "-"
     assert page.locator('#loss-table tr[data-column="capital-gain"]').count() == 1
+    for img in page.locator("#plots img").all():  # the report's risk histograms, input and release
+        img.scroll_into_view_if_needed()
+        page.wait_for_timeout(50)
+        assert img.evaluate("i => i.decode().then(() => i.naturalWidth)", ) > 0
     page.screenshot(path=str(tmp_path / "2-three-steps.png"), full_page=True)
-    if os.environ.get("SDCKIT_APP_SCREENSHOT"):
-        page.screenshot(path=os.environ["SDCKIT_APP_SCREENSHOT"], full_page=False)
+    if os.environ.get("SDCKIT_APP_SCREENSHOT"):  # the docs' picture: the steps and the figures
+        top = page.locator("#steps").bounding_box()
+        bottom = page.locator("#plots").bounding_box()
+        assert top is not None
+        assert bottom is not None
+        page.screenshot(path=os.environ["SDCKIT_APP_SCREENSHOT"], full_page=True, clip={
+            "x": 0, "y": top["y"] - 8, "width": 1400, "height": bottom["y"] + bottom["height"] - top["y"] + 16})
 
     _act(page, lambda: page.click("#undo"))  # the microaggregation goes; its figures were cached
     assert page.locator("li.step").count() == 2

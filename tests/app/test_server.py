@@ -108,6 +108,10 @@ def test_upload_roles_steps_errors_and_export(tmp_path: Path) -> None:
     assert run is not None
     assert run.result.release_measure is not None
     assert run.result.release_measure.exposure_at_k == 0.0
+    svg = client.get(base + "plot/release.svg")  # the report's histogram of individual risk
+    assert svg.status_code == 200
+    assert svg.text.startswith("<svg")
+    assert svg.headers["content-type"].startswith("image/svg+xml")
     yaml_text = client.get(base + "export/pipeline.yaml").text
     assert "local_suppression" in yaml_text
     assert "survey.csv" in yaml_text

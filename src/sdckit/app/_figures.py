@@ -9,6 +9,7 @@ row by row. Nothing is recomputed another way.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,8 @@ class Figures:
     expected_reidentifications: float | None
     risk_weight: str | None
     """The weight column of the individual risk (None: the table is its own population, r = 1/f_k)."""
+    risk: Any = None
+    """The :class:`~sdckit.risk.IndividualRisk` itself (for the report's histogram), or None."""
 
     def rows(self) -> dict[str, str]:
         """``{figure: text}`` in the order of the table on the page."""
@@ -89,7 +92,30 @@ def figures_of(
         global_risk=risk.global_risk if risk is not None else None,
         expected_reidentifications=risk.expected_reidentifications if risk is not None else None,
         risk_weight=weight,
+        risk=risk,
     )
+
+
+_PLOT_LOCK = threading.Lock()  # pyplot keeps global state: one figure at a time across sessions
+
+
+def risk_histogram_svg(figures: Figures) -> str:
+    """The report's histogram of individual risk (:func:`sdckit.report._risk.individual_risk_figure`) as SVG."""
+    import io
+
+    from sdckit.report._risk import individual_risk_figure
+
+    if figures.risk is None:
+        return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
+    with _PLOT_LOCK:
+        import matplotlib.pyplot as plt
+
+        fig = individual_risk_figure(figures.risk)
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.find("<svg"):]
 
 
 def cells_changed(before: pl.Series, after: pl.Series) -> int:

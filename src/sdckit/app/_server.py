@@ -196,6 +196,18 @@ def create_app(
                 ws.error = user_error(err)
             return answer(ws)
 
+    @app.get("/s/{sid}/plot/{which}.svg")
+    def plot(sid: str, which: str, request: Request) -> Response:
+        """The report's histogram of individual risk, of the input or of the release on screen."""
+        from sdckit.app._figures import risk_histogram_svg
+
+        ws = session(sid, request)
+        run = ws.run_of()
+        if run is None or which not in ("input", "release"):
+            raise HTTPException(404, "no measured release on screen")
+        svg = risk_histogram_svg(run.input_figures if which == "input" else run.release_figures)
+        return Response(svg, media_type="image/svg+xml")
+
     @app.get("/s/{sid}/export/pipeline.yaml")
     def export_yaml(sid: str, request: Request) -> Response:
         ws = session(sid, request)
