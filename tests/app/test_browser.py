@@ -158,8 +158,9 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
         bottom = page.locator("#plots").bounding_box()
         assert top is not None
         assert bottom is not None
+        scrolled = float(page.evaluate("window.scrollY"))  # the boxes are in the viewport, the clip in the page
         page.screenshot(path=os.environ["SDCKIT_APP_SCREENSHOT"], full_page=True, clip={
-            "x": 0, "y": top["y"] - 8, "width": 1400, "height": bottom["y"] + bottom["height"] - top["y"] + 16})
+            "x": 0, "y": top["y"] + scrolled - 8, "width": 1400, "height": bottom["y"] + bottom["height"] - top["y"] + 16})
 
     _act(page, lambda: page.click("#undo"))  # the microaggregation goes; its figures were cached
     assert page.locator("li.step").count() == 2
