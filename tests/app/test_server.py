@@ -170,3 +170,45 @@ def test_cli_refuses_an_open_host_without_a_token() -> None:
     missing = CliRunner().invoke(cli, ["app", "no_such_file.csv", "--no-browser"])
     assert missing.exit_code == 1
     assert "no_such_file.csv" in missing.output
+
+
+def test_the_report_is_built_in_the_background_and_downloaded() -> None:
+    app = create_app()
+    client = TestClient(app, base_url="http://127.0.0.1")
+    base = _open(client)
+    _post(client, app, base, "upload", content=CSV.encode(), params={"name": "s.csv"})
+    _post(client, app, base, "settings", {"role:region": "quasi_identifier", "role:sex": "quasi_identifier",
+                                          "role:age_group": "quasi_identifier", "role:hours": "numeric",
+                                          "k": "2", "budget": "0.5"})
+    assert client.get(base + "export/report.html").status_code == 409  # not built yet
+    panel = _post(client, app, base, "report")
+    assert _error(panel) is None, _error(panel)
+    assert 'id="export-report"' in panel
+    report = client.get(base + "export/report.html")
+    assert report.status_code == 200
+    assert "<html" in report.text
+    assert "s.csv" in report.text
+
+
+def test_the_command_serves_on_loopback_and_prints_the_address() -> None:
+    import subprocess
+    import sys
+
+    import httpx
+
+    from sdckit.app import free_port
+
+    port = free_port()
+    code = "import sys; from sdckit.cli import main; sys.argv = ['sdckit', 'app', '--no-browser', '--port', sys.argv[1]]; main()"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/" in line, line
+        r = httpx.get(f"http://127.0.0.1:{port}/", follow_redirects=True, timeout=30)
+        assert r.status_code == 200
+        assert "sdckit release workbench" in r.text
+    finally:
+        proc.terminate()
+        proc.wait(30)
