@@ -190,6 +190,7 @@ def test_the_report_is_built_in_the_background_and_downloaded() -> None:
     assert "s.csv" in report.text
 
 
+@pytest.mark.services
 def test_the_command_serves_on_loopback_and_prints_the_address() -> None:
     import subprocess
     import sys

@@ -39,6 +39,8 @@ class Job:
     warnings: list[str] = field(default_factory=list)
     """The :class:`~sdckit.errors.SdcWarning` messages the work raised (the CLI's yellow lines), each once."""
     cancelled: bool = False
+    superseded: bool = False
+    """Cancelled because newer work replaced it (nothing to tell the user)."""
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
     _cancel: threading.Event = field(default_factory=threading.Event)

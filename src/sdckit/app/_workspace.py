@@ -191,13 +191,16 @@ class Workspace:
         state = self.state
         if state in self.runs:
             self.runs.move_to_end(state)
+            self.supersede()
             return
         if not state.roles:
             return
-        self.cancel()
+        self.supersede()
 
         def done(job: Job) -> None:
             with self.lock:
+                if job.superseded:
+                    return
                 if job.error is None and not job.cancelled:
                     self.runs[state] = replace(job.result, warnings=tuple(job.warnings))
                     while len(self.runs) > CACHED_RUNS:
@@ -241,6 +244,8 @@ class Workspace:
 
         def done(job: Job) -> None:
             with self.lock:
+                if job.superseded:
+                    return
                 if job.error is not None:
                     self.error = job.error
                 elif job.cancelled:
@@ -248,7 +253,7 @@ class Workspace:
                 else:
                     self.plan, self.plan_for = job.result, state
 
-        self.cancel()
+        self.supersede()
         self.job = Job("Planning", work, on_done=done).start()
 
     def start_report(self) -> None:
@@ -268,6 +273,8 @@ class Workspace:
 
         def done(job: Job) -> None:
             with self.lock:
+                if job.superseded:
+                    return
                 if job.error is not None:
                     self.error = job.error
                 elif job.cancelled:
@@ -275,11 +282,18 @@ class Workspace:
                 else:
                     self.report_path, self.report_for = job.result, state
 
-        self.cancel()
+        self.supersede()
         self.job = Job("Writing the report", work, on_done=done).start()
 
     def cancel(self) -> None:
+        """The user's Cancel: the running job stops at its next stage, and says so."""
         if self.job is not None and self.job.running:
+            self.job.cancel()
+
+    def supersede(self) -> None:
+        """Newer work replaces the running job: it stops at its next stage, silently."""
+        if self.job is not None and self.job.running:
+            self.job.superseded = True
             self.job.cancel()
 
     def write_release(self) -> Path:
