@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from sdckit.cli._common import DATA_HELP, handles_errors, reads_data, stdout
+from sdckit.cli._common import DATA_HELP, handles_errors, print_json, reads_data, stdout
 
 
 def register(app: typer.Typer) -> None:
@@ -22,6 +22,7 @@ def workbench(
     port: int = typer.Option(0, "--port", min=0, max=65535, help="Port (default: a free one)."),
     token: str | None = typer.Option(None, "--token", help="A secret every request must carry (required with a --host beyond loopback)."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Print the address only; do not open a browser."),
+    as_json: bool = typer.Option(False, "--json", help="Print the address as JSON ({\"url\": ...}); errors as JSON too."),
     read: Any = None,  # filled by @reads_data
 ) -> None:
     """Open the release workbench: load data, set roles, add masking steps, watch the risk change, export.
@@ -63,7 +64,10 @@ def workbench(
                                     "na_values": ",".join(read.na_values)})
 
     def ready(url: str) -> None:
-        stdout.print(f"sdckit app: [bold]{url}[/]  (Ctrl+C stops it; the data stays on this machine)", highlight=False)
+        if as_json:
+            print_json({"url": url, "host": host, "token_required": token is not None})
+        else:
+            stdout.print(f"sdckit app: [bold]{url}[/]  (Ctrl+C stops it; the data stays on this machine)", highlight=False)
         if not no_browser:
             import webbrowser
 
