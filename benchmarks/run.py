@@ -2,6 +2,7 @@
 
     python benchmarks/run.py            # all
     python benchmarks/run.py risk       # benchmarks/risk_*.py
+    python benchmarks/run.py app        # benchmarks/app_remeasure.py: the workbench's re-measure after a step
 """
 
 from __future__ import annotations

@@ -1,0 +1,357 @@
+"""The workbench's HTTP routes (FastAPI): one page, small JSON actions, downloads.
+
+Sessions: ``GET /`` opens a new session (a new browser tab gets its own) and redirects to
+``/s/<id>/``; a ``secrets`` token in an HTTP-only, same-site cookie bound to that id must come with
+every request of the session. With a ``token`` (required off loopback), every request needs it
+(``?token=`` once, then a cookie). On loopback the ``Host`` header must be a loopback name, so a
+web page elsewhere cannot reach the server by DNS rebinding. The page loads no asset from the
+network (a content security policy forbids it).
+
+Actions (``POST /s/<id>/api/<action>`` with a JSON body) change the state and answer with the
+panel re-rendered; a re-measure runs in a worker thread and the page polls ``/status``.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles, parse_step, step_text
+from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
+from sdckit.errors import ConfigError, SdcError
+from sdckit.pipeline._config import STEP_KINDS
+
+__all__ = ["create_app"]
+
+MAX_SESSIONS = 32
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
+       "connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
+STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    env.filters["step_text"] = step_text
+    return env
+
+
+def create_app(
+    *, initial: str | None = None, read: dict[str, Any] | None = None, token: str | None = None,
+    check_host: bool = True,
+) -> FastAPI:
+    """The workbench as an ASGI app. ``initial``: a file (or ``adult``) each new session loads;
+    ``token``: required on every request; ``check_host``: refuse a non-loopback ``Host`` header
+    (off only when the server listens beyond loopback, with a token)."""
+    sessions: dict[str, Workspace] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        for ws in sessions.values():  # the sessions' private folders (uploads, exports) go with the server
+            ws.close()
+
+    app = FastAPI(title="sdckit app", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    env = _env()
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Response:
+        if check_host:
+            host = request.headers.get("host", "").rsplit(":", 1)[0] if not request.headers.get("host", "").startswith("[") \
+                else request.headers.get("host", "").split("]")[0] + "]"
+            if host not in LOOPBACK_NAMES:
+                return PlainTextResponse("sdckit app answers on loopback only (Host header not a loopback name).", 421)
+        if token is not None:
+            given = request.query_params.get("token") or request.cookies.get("sdckit_token") or ""
+            if not secrets.compare_digest(given.encode(), token.encode()):
+                return PlainTextResponse(
+                    "this workbench needs its token: open the address `sdckit app` printed (…/?token=…).", 401)
+        response: Response = await call_next(request)
+        if token is not None and request.query_params.get("token"):
+            response.set_cookie("sdckit_token", token, httponly=True, samesite="strict")
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    def session(sid: str, request: Request) -> Workspace:
+        ws = sessions.get(sid)
+        cookie = request.cookies.get(f"sdckit_{sid}", "")
+        if ws is None or not secrets.compare_digest(cookie.encode(), ws.secret.encode()):
+            raise HTTPException(404, "no such session in this browser: open the workbench's address again.")
+        return ws
+
+    def panel(ws: Workspace) -> str:
+        from sdckit.report._release_check import verdict
+
+        state = ws.state
+        run = ws.run_of()
+        previous = ws.history.previous
+        before = ws.run_of(previous) if previous is not None else None
+        plan_hier = _safe_hierarchies(ws.plan_options.get("hierarchies", ""))
+        return env.get_template("panel.html.j2").render(
+            ws=ws, state=state, run=run, before=before, glance=ws.glance(), job=ws.job,
+            roles=ROLES, role_labels=ROLE_LABELS, kinds=STEP_KINDS, templates=STEP_TEMPLATES,
+            role_of=state.role_of, steps=state.step_list(),
+            plan=ws.plan if ws.plan_for == state else None,
+            plan_steps=plan_steps(ws.plan, plan_hier, state.k) if ws.plan is not None and ws.plan_for == state else [],
+            report_ready=ws.report_path is not None and ws.report_for == state,
+            default_hierarchies=ws.plan_options.get("hierarchies", "adult" if state.input == "adult" else ""),
+            default_suppression=ws.plan_options.get("suppression", str(state.budget)),
+            undo_label=ws.history.undo_stack[-1][1] if ws.history.undo_stack else None,
+            redo_label=ws.history.redo_stack[-1][1] if ws.history.redo_stack else None,
+            draft=ws.draft, verdict=verdict,
+        )
+
+    def answer(ws: Workspace) -> JSONResponse:
+        body = {"panel": panel(ws), "running": ws.job is not None and ws.job.running}
+        if not body["running"]:  # shown once; a running job's outcome is shown when it ends
+            ws.error = ws.notice = None
+        return JSONResponse(body)
+
+    @app.get("/")
+    def open_session(request: Request) -> Response:
+        while len(sessions) >= MAX_SESSIONS:  # the least recently used session goes
+            oldest = min(sessions.values(), key=lambda w: w.last_used)
+            sessions.pop(oldest.id).close()
+        ws = Workspace()
+        sessions[ws.id] = ws
+        if initial is not None:
+            try:
+                ws.load(initial, dict(read or {}))
+                ws.start_measure(revert_on_failure=False)
+            except SdcError as err:
+                ws.error = user_error(err)
+        response = RedirectResponse(f"/s/{ws.id}/", status_code=303)
+        response.set_cookie(f"sdckit_{ws.id}", ws.secret, httponly=True, samesite="strict", path=f"/s/{ws.id}/")
+        return response
+
+    @app.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            raise HTTPException(404)
+        text = resources.files("sdckit.app").joinpath("static", name).read_text(encoding="utf-8")
+        return Response(text, media_type=STATIC[name])
+
+    @app.get("/s/{sid}/", response_class=HTMLResponse)
+    def page(sid: str, request: Request) -> str:
+        ws = session(sid, request)
+        with ws.lock:
+            html = env.get_template("page.html.j2").render(ws=ws, panel=panel(ws))
+            ws.error = ws.notice = None
+            return html
+
+    @app.get("/s/{sid}/panel")
+    def get_panel(sid: str, request: Request) -> JSONResponse:
+        ws = session(sid, request)
+        with ws.lock:
+            return answer(ws)
+
+    @app.get("/s/{sid}/status")
+    def status(sid: str, request: Request) -> JSONResponse:
+        ws = session(sid, request)
+        job = ws.job
+        if job is None:
+            return JSONResponse({"running": False})
+        return JSONResponse({"running": job.running, "label": job.label, "stage": job.stage, "ticks": job.ticks,
+                             "seconds": round(job.elapsed, 1)})
+
+    @app.post("/s/{sid}/api/{action}")
+    async def act(sid: str, action: str, request: Request) -> JSONResponse:
+        ws = session(sid, request)
+        if action == "upload":
+            body = await request.body()
+            form: dict[str, Any] = dict(request.query_params)
+            form["_body"] = body
+        else:
+            try:
+                form = await request.json() if (await request.body()) else {}
+            except ValueError:
+                raise HTTPException(400, "the body is not JSON") from None
+            if not isinstance(form, dict):
+                raise HTTPException(400, "the body is not a JSON object")
+        with ws.lock:
+            ws.last_used = time.monotonic()
+            ws.error = ws.notice = None
+            try:
+                _do(ws, action, form)
+            except SdcError as err:
+                ws.error = user_error(err)
+            return answer(ws)
+
+    @app.get("/s/{sid}/plot/{which}.svg")
+    def plot(sid: str, which: str, request: Request) -> Response:
+        """The report's histogram of individual risk, of the input or of the release on screen."""
+        from sdckit.app._figures import risk_histogram_svg
+
+        ws = session(sid, request)
+        run = ws.run_of()
+        if run is None or which not in ("input", "release"):
+            raise HTTPException(404, "no measured release on screen")
+        svg = risk_histogram_svg(run.input_figures if which == "input" else run.release_figures)
+        return Response(svg, media_type="image/svg+xml")
+
+    @app.get("/s/{sid}/export/pipeline.yaml")
+    def export_yaml(sid: str, request: Request) -> Response:
+        ws = session(sid, request)
+        return Response(ws.state.pipeline_yaml(), media_type="application/yaml",
+                        headers={"Content-Disposition": 'attachment; filename="pipeline.yaml"'})
+
+    @app.get("/s/{sid}/export/release")
+    def export_release(sid: str, request: Request) -> Response:
+        ws = session(sid, request)
+        with ws.lock:
+            try:
+                path = ws.write_release()
+            except SdcError as err:
+                return PlainTextResponse(f"Error: {user_error(err)}", 409)
+        return FileResponse(path, filename=path.name)
+
+    @app.get("/s/{sid}/export/report.html")
+    def export_report(sid: str, request: Request) -> Response:
+        ws = session(sid, request)
+        if ws.report_path is None or ws.report_for != ws.state:
+            return PlainTextResponse("Error: build the report of the state on screen first (Export, Build the report).", 409)
+        return FileResponse(ws.report_path, filename="report.html", media_type="text/html")
+
+    app.state.sessions = sessions
+    return app
+
+
+def _safe_hierarchies(text: str) -> dict[str, str]:
+    try:
+        return _hierarchies(text)
+    except SdcError:
+        return {}
+
+
+def _int(form: dict[str, Any], key: str, what: str) -> int:
+    value = form.get(key)
+    try:
+        out = int(str(value))
+    except ValueError:
+        raise ConfigError(f"the workbench: {key}: expected a whole number ({what}), got {value!r}.") from None
+    return out
+
+
+def _float(form: dict[str, Any], key: str, what: str) -> float:
+    value = form.get(key)
+    try:
+        return float(str(value))
+    except ValueError:
+        raise ConfigError(f"the workbench: {key}: expected a number ({what}), got {value!r}.") from None
+
+
+def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
+    """Apply one action of the page to the session (errors are :class:`SdcError`, shown in the page)."""
+    state = ws.state
+    if action == "load":
+        ws.load(str(form.get("source") or "adult"), read_options(form))
+        ws.start_measure(revert_on_failure=False)
+    elif action == "upload":
+        path = ws.save_upload(str(form.get("name") or "upload.csv"), form["_body"])
+        try:
+            ws.load(str(path), read_options(form), name=path.name)
+        except SdcError:
+            path.unlink(missing_ok=True)
+            raise
+        ws.start_measure(revert_on_failure=False)
+    elif action == "settings":
+        roles = check_roles([c for c, _ in state.roles], {k[5:]: v for k, v in form.items() if k.startswith("role:")}) \
+            if any(k.startswith("role:") for k in form) else state.roles
+        new = replace(
+            state, roles=roles,
+            k=_int(form, "k", "the group size of k-anonymity") if "k" in form else state.k,
+            budget=_float(form, "budget", "a share of users, 0..1") if "budget" in form else state.budget,
+            reproducible=bool(form.get("reproducible", state.reproducible)),
+            seed=_int(form, "seed", "the seed of the random steps") if form.get("seed") not in (None, "") else state.seed,
+            output=str(form.get("output") or state.output),
+            report_output=str(form.get("report_output", state.report_output)).strip(),
+            name=str(form.get("name") or state.name),
+        )
+        new.config(run_seed=ws.seed)  # validated now: a wrong k or budget is the pipeline's one line
+        ws.history.change(new, "change roles and settings")
+        ws.start_measure(revert_on_failure=True)
+    elif action in ("add_step", "edit_step"):
+        kind, text = str(form.get("kind", "")), str(form.get("options", ""))
+        steps = list(state.steps)
+        index = _int(form, "index", "a step's number") if action == "edit_step" else len(steps)
+        ws.draft = {"kind": kind, "options": text} if action == "add_step" else {}
+        step = parse_step(kind, text, index)
+        if action == "edit_step":
+            _check_index(index, steps)
+            steps[index] = step
+        else:
+            steps.append(step)
+        new = replace(state, steps=tuple(steps))
+        new.config(run_seed=ws.seed)
+        ws.history.change(new, f"{'edit' if action == 'edit_step' else 'add'} {kind}")
+        ws.start_measure(revert_on_failure=True)
+        if action == "add_step":
+            ws.draft = {}
+    elif action in ("move_step", "remove_step"):
+        steps = list(state.steps)
+        index = _int(form, "index", "a step's number")
+        _check_index(index, steps)
+        if action == "remove_step":
+            kind = steps.pop(index)[0]
+            label = f"remove {kind}"
+        else:
+            to = index + (-1 if form.get("direction") == "up" else 1)
+            if not 0 <= to < len(steps):
+                return
+            steps[index], steps[to] = steps[to], steps[index]
+            label = f"move {steps[to][0]}"
+        ws.history.change(replace(state, steps=tuple(steps)), label)
+        ws.start_measure(revert_on_failure=True)
+    elif action == "undo":
+        if ws.history.undo() is not None:
+            ws.start_measure(revert_on_failure=False)
+    elif action == "redo":
+        if ws.history.redo() is not None:
+            ws.start_measure(revert_on_failure=False)
+    elif action == "measure":
+        ws.start_measure(revert_on_failure=False)
+    elif action == "cancel":
+        ws.cancel()
+    elif action == "plan":
+        ws.start_plan(str(form.get("hierarchies", "")), str(form.get("suppression", "")))
+    elif action == "apply_plan":
+        if ws.plan is None or ws.plan_for != state:
+            raise ConfigError("the workbench: no plan for the state on screen; ask the planner first.")
+        import json
+
+        added = [(kind, json.dumps(opts)) for kind, opts in plan_steps(ws.plan, _hierarchies(ws.plan_options.get("hierarchies", "")), state.k)]
+        if not added:
+            ws.notice = "The plan needs no step: the release is within budget as it is."
+            return
+        new = replace(state, steps=tuple(added))  # the plan is of the input: its steps replace those on screen
+        new.config(run_seed=ws.seed)
+        ws.history.change(new, "apply the plan")
+        ws.start_measure(revert_on_failure=True)
+    elif action == "report":
+        ws.start_report()
+    else:
+        raise HTTPException(404, f"no action {action!r}")
+
+
+def _check_index(index: int, steps: list[Any]) -> None:
+    if not 0 <= index < len(steps):
+        raise ConfigError(f"the workbench: there is no step {index + 1} (there are {len(steps)}).")
