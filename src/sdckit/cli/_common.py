@@ -167,6 +167,30 @@ def check_plot_path(path: Path, *, inputs: Sequence[Path] = ()) -> None:
     check_output_path(path, inputs=inputs)
 
 
+def check_command_outputs(
+    *, files: Sequence[Path | None] = (), reports: Sequence[Path | None] = (), inputs: Sequence[Any] = ()
+) -> None:
+    """Before any work: every output of a command (``files``, and each HTML report with its JSON
+    sidecar) resolved and checked against every input and each other (:func:`sdckit._io.check_outputs`)."""
+    from sdckit._io import check_outputs
+    from sdckit.report import Report
+
+    outs: list[Path | None] = list(files)
+    for report in reports:
+        if report is not None:
+            outs.extend(Report.outputs(report))
+    check_outputs(outs, inputs, make_folders=True)  # a report's folder is created
+    check_outputs(files, make_folders=False)  # a data file's or a plot's folder must exist
+
+
+def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
+    """Save a matplotlib figure atomically (a temporary file renamed into place)."""
+    from sdckit._io import atomic_output
+
+    with atomic_output(path) as temp:
+        fig.savefig(temp, format=path.suffix.lstrip(".").lower(), **kwargs)
+
+
 @contextmanager
 def progress(description: str, *, total: float | None = None, quiet: bool = False) -> Iterator[Callable[..., None]]:
     """A progress bar on stderr (so ``--json`` on stdout stays clean); yields ``advance(n=1)``.

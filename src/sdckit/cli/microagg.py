@@ -10,6 +10,7 @@ from rich.table import Table
 
 from sdckit.cli._common import (
     JSON_HELP,
+    check_command_outputs,
     handles_errors,
     parse_columns,
     print_json,
@@ -80,6 +81,7 @@ def microaggregate(
         raise typer.BadParameter(f"{missing!r}; use error or drop", param_hint="--missing")
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer, utility_table
 
+    check_command_outputs(files=[out], inputs=[data])  # before the work; never over the input file
     cols = parse_columns(columns)
     frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
     with progress("microaggregating", total=2 if utility != "none" else 1, quiet=as_json) as advance:

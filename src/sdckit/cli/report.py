@@ -80,6 +80,9 @@ def report(
         if value is not None:
             overrides[key] = value
     cfg = cfg.replace(**overrides)
+    from sdckit.cli._common import check_command_outputs
+
+    check_command_outputs(reports=[output], inputs=[data, config, cfg.input if not cfg.uses_adult else None])
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance, report=False)
         html_path, json_path = build_report(result, advance=advance).write(output)
@@ -141,10 +144,13 @@ def run(
     """
     from sdckit.pipeline import load_config, run_pipeline, write_outputs
 
+    from sdckit.pipeline import check_pipeline_outputs
+
     cfg = load_config(pipeline)
+    check_pipeline_outputs(cfg, [pipeline])  # before any work: no output over an input, every output writable
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance)
-        written = write_outputs(result)
+        written = write_outputs(result, inputs=[pipeline])
     measure = result.release_measure
     payload = {
         "within_budget": result.within_budget,
@@ -171,7 +177,11 @@ def run(
     _print_roles(result)
     _print_verdict(result)
     for kind, path in written.items():
-        stdout.print(f"{kind}: [bold]{path.resolve()}[/]")
+        if kind != "set_aside":
+            stdout.print(f"{kind}: [bold]{path.resolve()}[/]")
+    if "set_aside" in written:
+        stderr.print(f"[yellow]The data file of an earlier run at {cfg.output_data} was renamed {written['set_aside'].name}[/] "
+                     "(it is not this release).", highlight=False)
     if result.refused:
         stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
         raise typer.Exit(1)

@@ -11,9 +11,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from sdckit._io import writing
 from sdckit.cli._common import (
     JSON_HELP,
+    check_command_outputs,
     check_plot_path,
     data_source,
     handles_errors,
@@ -22,6 +22,7 @@ from sdckit.cli._common import (
     progress,
     read_table,
     reads_data,
+    save_figure,
     stderr,
     stdout,
 )
@@ -124,6 +125,7 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
+    check_command_outputs(files=[plot], reports=[report], inputs=[data])
     sens = parse_columns(sensitive) if sensitive is not None else None
     policy = cast("MissingPolicy", missing)
     with progress("reading", total=5, quiet=as_json) as step:
@@ -141,8 +143,7 @@ def risk(
         from sdckit.report._risk import exposure_figure
 
         fig = exposure_figure(summary)
-        with writing(plot):
-            fig.savefig(plot, bbox_inches="tight")
+        save_figure(fig, plot, bbox_inches="tight")
     if report is not None:
         from sdckit.report._risk import risk_review_section
 
@@ -450,6 +451,7 @@ def plan(
         raise typer.BadParameter("--suppression and --out need DATA (the joint records)", param_hint="--suppression")
     if keep_all and not hier:
         raise typer.BadParameter("--keep-all needs --hierarchy (else the only level is raw)", param_hint="--keep-all")
+    check_command_outputs(files=[out], reports=[report], inputs=[data, from_marginals])
     cols = parse_columns(columns)
     if cols is None and data is not None:
         cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read)
@@ -476,10 +478,6 @@ def plan(
         cols = list(marg.columns)
     if lattice:
         hier = {c: h for c, h in hier.items() if c in (cols or marg.columns)}
-    if out is not None:
-        from sdckit._io import check_output_path
-
-        check_output_path(out, inputs=[data] if data else [])
     lattice_kw: dict[str, Any] = {}
 
     with progress("searching the recoding lattice", quiet=as_json or not lattice) as advance:
