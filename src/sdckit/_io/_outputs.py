@@ -43,7 +43,7 @@ def _same_file(a: Path, b: Path) -> bool:
     if _resolved(a) == _resolved(b):
         return True
     try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)  # hard links too
+        return _exists(a) and _exists(b) and os.path.samefile(a, b)  # hard links too
     except OSError:
         return False
 
@@ -55,15 +55,42 @@ def _name_max(folder: Path) -> int:
         return 255
 
 
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long, a loop
+        return False
+
+
 def _existing_folder(path: Path) -> Path:
     folder = path.parent
-    while not folder.exists() and folder != folder.parent:
+    while not _exists(folder) and folder != folder.parent:
         folder = folder.parent
     return folder
 
 
+def _name_too_long(out: Path) -> OutputError | None:
+    folder = _existing_folder(out)
+    limit = _name_max(folder)
+    for part in out.parts:
+        size = len(os.fsencode(part))
+        if size > limit:
+            return OutputError(
+                f"cannot write {_short(out)!r}: the name {_short(Path(part))!r} has {size} bytes, more than the {limit} "
+                "this file system allows. Choose a shorter name."
+            )
+    return None
+
+
+def _short(path: Path) -> str:
+    text = str(path)
+    return text if len(text) <= 80 else text[:38] + "..." + text[-38:]
+
+
 def _check_writable(out: Path, *, make_folders: bool) -> None:
     shown = str(out)
+    if (too_long := _name_too_long(out)) is not None:
+        raise too_long
     if out.is_dir():
         raise OutputError(f"{shown!r} is a folder; give a file name, e.g. {str(out / 'out.csv')!r}.")
     parent = out.parent
@@ -72,13 +99,6 @@ def _check_writable(out: Path, *, make_folders: bool) -> None:
     folder = _existing_folder(out) if make_folders else parent
     if not folder.is_dir():
         raise OutputError(f"cannot write {shown!r}: {str(folder)!r} is a file, not a folder.")
-    limit = _name_max(folder)
-    for part in (out.name, *(p.name for p in out.parents if not p.exists())):
-        if len(os.fsencode(part)) > limit:
-            raise OutputError(
-                f"cannot write {shown!r}: the name {part[:40] + '...'!r} has {len(os.fsencode(part))} bytes, more than "
-                f"the {limit} this file system allows. Choose a shorter name."
-            )
     if out.exists() and not os.access(out, os.W_OK):
         raise OutputError(f"cannot write {shown!r}: the file is read-only. Choose another name, or make it writable.")
     try:  # the one reliable test (read-only mounts, ACLs, root): create a file there and remove it
@@ -115,7 +135,7 @@ def check_outputs(
             if _same_file(out, source):
                 what = "the input file" if str(out) == str(source) else f"the input file {str(source)!r}"
                 raise OutputError(
-                    f"{str(out)!r} is {what}; writing there would destroy what is read. Choose another output name."
+                    f"{str(out)!r} is {what}; writing there would overwrite the data. Choose another output name."
                 )
         key = _resolved(out)
         if key in seen:
