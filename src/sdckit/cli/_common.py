@@ -234,11 +234,14 @@ _READ_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("na_values", str, typer.Option(
         ",NA,NaN", "--na-values", help="Comma-separated strings read as missing (default: empty, NA, NaN).",
         rich_help_panel="Reading the file")),
+    ("labels", str, typer.Option(
+        "labels", "--labels", help="SPSS/Stata/SAS files: a labelled variable shows its value labels ('labels') or "
+        "its codes ('codes').", rich_help_panel="Reading the file")),
 )
 
 
 def reads_data(func: Callable[..., R]) -> Callable[..., R]:
-    """Give a command ``--separator``, ``--encoding``, ``--decimal`` and ``--na-values``; the
+    """Give a command ``--separator``, ``--encoding``, ``--decimal``, ``--na-values`` and ``--labels``; the
     command receives them as one ``read`` keyword (a :class:`~sdckit._io.ReadOptions`).
 
     Put it under :func:`handles_errors` (a bad value is then one red line, exit 1)."""
@@ -263,6 +266,7 @@ def reads_data(func: Callable[..., R]) -> Callable[..., R]:
                 encoding=kwargs.pop("encoding"),
                 decimal=kwargs.pop("decimal"),
                 na_values=tuple(v.strip() for v in na.split(",")) if na else ("",),
+                labels=kwargs.pop("labels"),
             )
         except ParameterError as err:  # a usage error: name the option, not the Python parameter
             raise typer.BadParameter(_cli_words(str(err))) from None

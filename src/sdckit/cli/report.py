@@ -43,6 +43,7 @@ def report(
     weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s) (never quasi-identifiers)."),
     identifiers: str | None = typer.Option(None, "--identifiers", help="Comma-separated identifier columns (never released)."),
     keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
+    categorical: str | None = typer.Option(None, "--categorical", help="Comma-separated columns that are categories even when numbers (sex = 1/2): never averaged (labelled SPSS/Stata columns are categorical already)."),
     k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
@@ -71,9 +72,9 @@ def report(
 
     if read is not None and read != ReadOptions():  # the options given override the file's read section
         overrides["read"] = {"separator": read.separator, "encoding": read.encoding, "decimal": read.decimal,
-                             "na_values": read.na_values}
+                             "na_values": read.na_values, "labels": read.labels}
     for key, text in (("quasi_identifiers", quasi_identifiers), ("numeric", numeric), ("sensitive", sensitive),
-                      ("weight", weight), ("identifiers", identifiers), ("keep", keep)):
+                      ("weight", weight), ("identifiers", identifiers), ("keep", keep), ("categorical", categorical)):
         if text is not None:
             overrides[key] = tuple(parse_columns(text) or ()) or None
     for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):

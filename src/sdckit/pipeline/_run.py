@@ -174,6 +174,11 @@ def _check_read_applies(config: PipelineConfig) -> None:
         return
     fmt = _format_of(Path(config.input))
     ignored = [key for key in given if key not in _READ_APPLIES.get(fmt, ())]
+    if "labels" in ignored:
+        raise ConfigError(
+            f"{config.source}: read.labels: {Path(config.input).name!r} has no value labels (read.labels applies to "
+            "SPSS, Stata and SAS files); leave read.labels out, or list coded columns under categorical."
+        )
     if ignored:
         uses = _READ_APPLIES.get(fmt, ())
         what = f"only {', '.join(f'read.{u}' for u in uses)} applies to it" if uses else "no reading option applies to it"
@@ -660,7 +665,7 @@ def _measure_written(path: Path, config: PipelineConfig) -> ReleaseMeasure:
     """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
     wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
     written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
-    reread = read_data(str(path), **read_back_options(path)).frame.to_native()
+    reread = read_data(str(path), **read_back_options(path), labels=config.read.labels).frame.to_native()
     if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
         reread = pl.DataFrame(reread)
     return measure_release(
