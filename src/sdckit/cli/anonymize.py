@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from sdckit._io import check_output_path, read_path, write_table
+from sdckit._io import check_output_path, check_outputs, read_path, write_table
 from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 
@@ -105,7 +105,7 @@ def recode(
         help='Rules as JSON, e.g. \'{"age": {"breaks": [20, 40, 60]}}\', or a .json/.yaml file.',
     ),
     breaks: list[str] | None = typer.Option(
-        None, "--breaks", help="COLUMN=b1,b2,... numeric intervals [b_i, b_i+1) (repeatable)."
+        None, "--breaks", help="COLUMN=b1,b2,... numeric intervals [b_i, b_i+1), or (b_i, b_i+1] with --closed right (repeatable)."
     ),
     hierarchy: list[str] | None = typer.Option(
         None,
@@ -115,12 +115,18 @@ def recode(
     level: list[str] | None = typer.Option(
         None, "--level", help="COLUMN=L, the hierarchy level (default 1)."
     ),
+    closed: str = typer.Option(
+        "left", "--closed", help="Intervals of --breaks: left ([a, b), the default) or right ((a, b], sdcMicro's "
+        "globalRecode; a value outside the breaks becomes missing)."
+    ),
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Global recoding: numbers into intervals, categories by a mapping or a hierarchy level."""
+    if closed not in ("left", "right"):
+        raise typer.BadParameter(f"{closed!r}; use left or right", param_hint="--closed")
     from sdckit.anonymize import GlobalRecoder
 
     spec: dict[str, Any] = _read_rules(rules) if rules else {}
@@ -142,10 +148,10 @@ def recode(
         raise typer.BadParameter(f"--level for {sorted(levels)} without --hierarchy", param_hint="--level")
     if not spec:
         raise typer.BadParameter("give --rules, --breaks or --hierarchy", param_hint="--rules")
-    if out is not None:
-        check_output_path(out, inputs=[data])
+    if out is not None:  # the rules file and hierarchy files are inputs too
+        check_outputs([out], [data, rules, *(str(s.get("hierarchy")) for s in spec.values() if "hierarchy" in s)])
     frame = read_path(data)
-    model = GlobalRecoder(rules=spec).fit(frame)
+    model = GlobalRecoder(rules=spec, closed=closed).fit(frame)
     release = model.transform(frame)
     payload = {
         "source": data.name,

@@ -537,10 +537,10 @@ def _changes(raw: Any) -> dict[str, dict[str, int]]:
 def _change_text(column: str, counts: dict[str, int]) -> str:
     """``age 32,561 (64 values merged)``: a column's cells changed, and what else its estimator counted."""
     extra = []
-    for key in ("values_merged", "cells_redacted"):
+    for key in ("values_merged", "cells_redacted", "outside_breaks"):
         n = counts.get(key, 0)
         if n:
-            what = key.replace("_", " ")
+            what = key.replace("_", " ") if key != "outside_breaks" else "outside the breaks, now missing"
             extra.append(f"{n:,} {what if n != 1 else what.replace('values', 'value').replace('cells', 'cell')}")
     return f"{column} {counts['cells_changed']:,}" + (f" ({', '.join(extra)})" if extra else "")
 
