@@ -86,8 +86,10 @@ def test_pipeline_output_over_an_input_is_refused_before_any_work(
     r = runner.invoke(app, ["run", str(cfg)])
     assert r.exit_code == 1, r.output
     line = _one_line(r.stderr)
-    assert "input file" in line and "Choose another output name" in line
-    assert _digest(csv) == before and _digest(cfg) == cfg_before
+    assert "input file" in line
+    assert "Choose another output name" in line
+    assert _digest(csv) == before
+    assert _digest(cfg) == cfg_before
     assert not (tmp_path / "report.html").exists()
     r = runner.invoke(app, ["run", str(cfg), "--json"])
     assert r.exit_code == 1
@@ -154,13 +156,16 @@ def test_unwritable_folder_and_too_long_name_are_refused_before_any_work(
         assert r.exit_code == 1, r.output
         if as_json:
             err = json.loads(r.stdout)["error"]
-            assert err["type"] == "OutputError" and "cannot write" in err["message"]
+            assert err["type"] == "OutputError"
+            assert "cannot write" in err["message"]
         else:
             line = _one_line(r.stderr)
-            assert line.startswith("Error: cannot write") and ("not writable" in line or "bytes, more than" in line)
+            assert line.startswith("Error: cannot write")
+            assert ("not writable" in line or "bytes, more than" in line)
         assert _digest(csv) == before
     r = runner.invoke(app, ["report", str(csv), "-q", "age,sex", "-o", f"{folder}/report.html"])
-    assert r.exit_code == 1 and "not writable" in _one_line(r.stderr)
+    assert r.exit_code == 1
+    assert "not writable" in _one_line(r.stderr)
 
 
 def test_check_outputs_refuses_two_outputs_at_one_place(tmp_path: Path) -> None:
@@ -178,10 +183,14 @@ def test_hard_link_to_the_input_is_the_input(csv: Path, tmp_path: Path) -> None:
 def test_a_failed_block_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
     out = tmp_path / "release.csv"
     out.write_text("the earlier release\n")
-    with pytest.raises(RuntimeError), staged_outputs() as stage:
-        stage.path(out).write_text("half")
-        stage.path(tmp_path / "report.html").write_text("<html>")
-        raise RuntimeError("the run failed")
+    def failed_run() -> None:
+        with staged_outputs() as stage:
+            stage.path(out).write_text("half")
+            stage.path(tmp_path / "report.html").write_text("<html>")
+            raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError):
+        failed_run()
     assert out.read_text() == "the earlier release\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
     with atomic_output(out) as temp:
@@ -245,3 +254,43 @@ def test_a_refused_run_sets_the_earlier_data_file_aside(csv: Path, tmp_path: Pat
     assert (tmp_path / "release.csv.stale").read_text() == "an earlier run's release\n"
     assert "renamed release.csv.stale" in r.stderr
     assert (tmp_path / "report.html").exists()
+
+
+# --- issue 22: k >= 2 everywhere, with one message; plan --out writes the planned columns only ------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["risk", "{csv}", "--columns", "age,sex", "--k", "1"],
+        ["plan", "{csv}", "--columns", "age,sex", "--k", "1"],
+        ["suppress", "{csv}", "--columns", "age,sex", "--k", "1"],
+        ["microaggregate", "{csv}", "--columns", "income", "--k", "1"],
+        ["report", "{csv}", "-q", "age,sex", "--k", "1", "-o", "{tmp}/r.html"],
+    ],
+)
+def test_k_below_two_is_refused_everywhere_with_one_message(csv: Path, tmp_path: Path, args: list[str]) -> None:
+    r = runner.invoke(app, [a.format(csv=csv, tmp=tmp_path) for a in args])
+    assert r.exit_code == 2, r.output
+    assert "k-anonymity needs a group size k >= 2" in r.output
+
+
+def test_k_below_two_in_a_pipeline_and_the_library(csv: Path, tmp_path: Path) -> None:
+    from sdckit.anonymize import LocalSuppressor
+    from sdckit.errors import ConfigError, ParameterError
+    from sdckit.pipeline import parse_config
+
+    with pytest.raises(ConfigError, match=r"k: 1: k-anonymity needs a group size k >= 2"):
+        parse_config({"input": str(csv), "k": 1})
+    with pytest.raises(ParameterError, match=r"k=1: k-anonymity needs a group size k >= 2"):
+        LocalSuppressor(k=1).fit(pl.read_csv(csv))
+
+
+def test_plan_out_writes_the_planned_columns_only(csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "planned.csv"
+    r = runner.invoke(app, ["plan", str(csv), "--columns", "age,sex", "--k", "2", "--budget", "0.5", "--out", str(out),
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    planned = json.loads(r.stdout)["columns"]
+    assert planned
+    assert pl.read_csv(out).columns == planned  # income (no candidate) is not in the planned release

@@ -106,7 +106,8 @@ def test_labels_travel_with_the_data(tmp_path: Path) -> None:
     assert labels.missing_ranges == {"relat": (9.0,)}
     assert set(labels.labelled) == set(LABELS)
     dta = read_labels(make_dta(tmp_path / "s.dta", rows=50))
-    assert dta is not None and dta.extended_missing == {"hhcivil": ("a",)}
+    assert dta is not None
+    assert dta.extended_missing == {"hhcivil": ("a",)}
 
 
 @pytest.mark.parametrize("mode", ["labels", "codes"])
@@ -126,15 +127,18 @@ def test_write_back_keeps_labels_and_declares_suppression(tmp_path: Path, mode: 
         shown = {float(k): v for k, v in meta.variable_value_labels[col].items() if v != SUPPRESSED_LABEL}
         assert shown == {float(k): v for k, v in LABELS[col].items()}
     if ending == ".sav":
-        assert back["roof"][10] == -99999.0 and back["sex"][10] == -99999.0
+        assert back["roof"][10] == -99999.0
+        assert back["sex"][10] == -99999.0
         assert meta.variable_value_labels["roof"][-99999.0] == SUPPRESSED_LABEL
         assert {"lo": -99999.0, "hi": -99999.0} in meta.missing_ranges["roof"]
         assert meta.missing_ranges["relat"] == [{"lo": 9.0, "hi": 9.0}]  # the input's user-missing, declared again
         assert (back["relat"][:5] == 9.0).all()
     else:
-        assert back["roof"][10] == "s" and meta.variable_value_labels["roof"]["s"] == SUPPRESSED_LABEL
+        assert back["roof"][10] == "s"
+        assert meta.variable_value_labels["roof"]["s"] == SUPPRESSED_LABEL
         assert "s" in meta.missing_user_values["roof"]
-        assert back["hhcivil"][3] == "a" and "a" in meta.missing_user_values["hhcivil"]
+        assert back["hhcivil"][3] == "a"
+        assert "a" in meta.missing_user_values["hhcivil"]
     plain, _ = reader(str(out))  # a reader that honours declared missing values: the suppressed cell is missing
     assert np.isnan(plain["roof"][10])
     assert not np.isnan(plain["roof"][11])
@@ -160,7 +164,10 @@ def test_interval_disclosure_is_the_same_from_csv_and_sav(tmp_path: Path) -> Non
         parse_config(_survey_pipeline(csv, tmp_path / "o.csv", categorical=KEYS)), report=False
     )
     a, b = from_sav.release_measure, from_csv.release_measure
-    assert a is not None and b is not None and a.interval_disclosure and b.interval_disclosure
+    assert a is not None
+    assert b is not None
+    assert a.interval_disclosure
+    assert b.interval_disclosure
     assert a.interval_disclosure["columns"] == b.interval_disclosure["columns"] == ["expend", "income", "savings"]
     assert a.interval_disclosure["share"] == b.interval_disclosure["share"]
     assert from_sav.release_measure.n_missing_cells > 0  # suppressed cells were there, and no record was dropped
@@ -169,7 +176,8 @@ def test_interval_disclosure_is_the_same_from_csv_and_sav(tmp_path: Path) -> Non
     xm = from_sav.protected.select(["expend", "income", "savings"]).to_numpy()
     inside = np.abs(x - xm) <= 0.05 * x.std(axis=0, ddof=1)
     assert a.interval_disclosure["share"] == pytest.approx(inside.all(axis=1).mean(), abs=1e-15)
-    assert from_sav.roles is not None and set(KEYS) <= set(from_sav.roles.categorical)
+    assert from_sav.roles is not None
+    assert set(KEYS) <= set(from_sav.roles.categorical)
 
 
 def test_no_microaggregation_advice_for_a_categorical_column(tmp_path: Path) -> None:
@@ -178,10 +186,12 @@ def test_no_microaggregation_advice_for_a_categorical_column(tmp_path: Path) -> 
     over = {"input": str(csv), "quasi_identifiers": KEYS, "k": 5, "budget": 0.0, "allow_over_budget": True,
             "categorical": KEYS, "output": {"report": None}}
     measure = run_pipeline(parse_config(over), report=False).release_measure
-    assert measure is not None and measure.fixes
+    assert measure is not None
+    assert measure.fixes
     assert not any("microaggregate" in fix for fix in measure.fixes), measure.fixes
     plain = run_pipeline(parse_config({**over, "categorical": None}), report=False).release_measure
-    assert plain is not None and any("microaggregate" in fix for fix in plain.fixes)  # without the role, advised
+    assert plain is not None
+    assert any("microaggregate" in fix for fix in plain.fixes)  # without the role, advised
 
 
 def test_a_categorical_column_is_never_microaggregated(tmp_path: Path) -> None:
@@ -196,7 +206,7 @@ def test_a_categorical_column_is_never_microaggregated(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("ending", [".sav", ".dta"])
 def test_sdckit_run_round_trips_a_survey_file(tmp_path: Path, ending: str) -> None:
-    source = (make_sav if ending == ".sav" else make_dta)(tmp_path / f"survey{ending}", rows=300)
+    (make_sav if ending == ".sav" else make_dta)(tmp_path / f"survey{ending}", rows=300)
     pipeline = tmp_path / "release.yml"
     pipeline.write_text(
         f"input: survey{ending}\nquasi_identifiers: [{', '.join(KEYS)}]\nweight: [sampling_weight]\n"

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
         native_kind,
         read_path,
     )
-    from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
     from sdckit._io._outputs import Staging, atomic_output, check_outputs, set_aside, staged_outputs
+    from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
     from sdckit._io._survey import SurveyLabels
     from sdckit._io._write import check_output_path, read_back_options, write_table, writing
 
@@ -77,25 +77,25 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Data",
-    "Staging",
-    "SurveyLabels",
-    "atomic_output",
-    "check_outputs",
-    "set_aside",
-    "staged_outputs",
     "DataSource",
     "MissingPolicy",
     "ReadOptions",
+    "Staging",
+    "SurveyLabels",
     "as_narwhals",
+    "atomic_output",
     "check_columns",
     "check_numeric",
     "check_output_path",
+    "check_outputs",
     "is_lazy",
     "like_input",
     "native_kind",
     "read_back_options",
     "read_data",
     "read_path",
+    "set_aside",
+    "staged_outputs",
     "write_table",
     "writing",
 ]

@@ -18,6 +18,7 @@ that chooses its format by the name still does).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -200,10 +201,8 @@ class Staging:
     def discard(self) -> None:
         """Remove the temporary files (the outputs are left as they were)."""
         for temp in self._temps.values():
-            try:
+            with contextlib.suppress(OSError):
                 temp.unlink()
-            except OSError:
-                pass
         self._temps.clear()
 
 

@@ -326,7 +326,7 @@ def write_survey(frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLab
             else:
                 code = _free(_NUMBER_CODES, {v for v in values if v is not None} | set(col_labels))
             declared = list(info.missing_ranges.get(col, ())) if ending == ".sav" else []
-            if ending == ".sav" and (len(declared) >= 3 or sum(isinstance(d, dict) for d in declared) and len(declared) >= 2):
+            if ending == ".sav" and (len(declared) >= 3 or (sum(isinstance(d, dict) for d in declared) and len(declared) >= 2)):
                 full_ranges.append(col)
                 code = None
             if code is not None:

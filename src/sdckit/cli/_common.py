@@ -152,6 +152,15 @@ def parse_columns(value: str | None) -> list[str] | None:
     return cols
 
 
+def k_option(value: int | None) -> int | None:
+    """A ``--k`` callback: k >= 2, with the message every command and the pipeline give."""
+    if value is not None and value < 2:
+        from sdckit.risk._checks import k_message
+
+        raise typer.BadParameter(k_message(value).replace("k=", "", 1))
+    return value
+
+
 def check_suffix(path: Path, suffixes: Sequence[str], option: str) -> None:
     """Refuse an output file whose ending the command cannot write (a usage error, exit 2)."""
     if not any(path.name.lower().endswith(s) for s in suffixes):

@@ -10,7 +10,15 @@ import typer
 from rich.table import Table
 
 from sdckit._io import check_output_path, check_outputs, read_path, write_table
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
+from sdckit.cli._common import (
+    JSON_HELP,
+    handles_errors,
+    k_option,
+    parse_columns,
+    print_json,
+    progress,
+    stdout,
+)
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 
 _SEED_HELP = (
@@ -166,7 +174,7 @@ def recode(
 def suppress(
     data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str = typer.Option(..., "--columns", "-c", help="The key variables, e.g. age,sex,zip."),
-    k: int = typer.Option(3, "--k", "-k", help="Group size every record must reach."),
+    k: int = typer.Option(3, "--k", "-k", callback=k_option, help="Group size every record must reach (>= 2)."),
     importance: str | None = typer.Option(
         None, "--importance", help="Keys from most to least important (kept first), e.g. sex,age."
     ),

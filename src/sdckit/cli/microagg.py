@@ -12,6 +12,7 @@ from sdckit.cli._common import (
     JSON_HELP,
     check_command_outputs,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
@@ -40,7 +41,7 @@ def microaggregate(
     columns: str | None = typer.Option(
         None, "--columns", "-c", help="Comma-separated numeric columns (default: all)."
     ),
-    k: int = typer.Option(3, "--k", "-k", min=2, help="Smallest group size (>= 2)."),
+    k: int = typer.Option(3, "--k", "-k", callback=k_option, help="Smallest group size (>= 2)."),
     method: str = typer.Option("mdav", "--method", help=f"Grouping method: {', '.join(_METHODS)}."),
     restore_moments: bool = typer.Option(
         False,

@@ -12,6 +12,7 @@ from rich.table import Table
 from sdckit.cli._common import (
     JSON_HELP,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
@@ -44,7 +45,7 @@ def report(
     identifiers: str | None = typer.Option(None, "--identifiers", help="Comma-separated identifier columns (never released)."),
     keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
     categorical: str | None = typer.Option(None, "--categorical", help="Comma-separated columns that are categories even when numbers (sex = 1/2): never averaged (labelled SPSS/Stata columns are categorical already)."),
-    k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
+    k: int | None = typer.Option(None, "--k", callback=k_option, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
     simulate_protocol: int | None = typer.Option(
@@ -143,9 +144,7 @@ def run(
     safe with what would fix it, writes no data file, and exits 1, unless the pipeline sets
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
-    from sdckit.pipeline import load_config, run_pipeline, write_outputs
-
-    from sdckit.pipeline import check_pipeline_outputs
+    from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
     check_pipeline_outputs(cfg, [pipeline])  # before any work: no output over an input, every output writable

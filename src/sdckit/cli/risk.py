@@ -17,6 +17,7 @@ from sdckit.cli._common import (
     check_plot_path,
     data_source,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
@@ -89,7 +90,7 @@ def risk(
     columns: str = typer.Option(
         ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
     ),
-    k: int | None = typer.Option(None, "--k", "-k", min=2, help="Group size, >= 2 (default 5 unless --t is given)."),
+    k: int | None = typer.Option(None, "--k", "-k", callback=k_option, help="Group size, >= 2 (default 5 unless --t is given)."),
     t: float | None = typer.Option(
         None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
     ),
@@ -341,7 +342,7 @@ def plan(
     sensitive: str | None = typer.Option(None, "--sensitive", help="Sensitive columns: never candidates."),
     weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s): never candidates."),
     identifiers: str | None = typer.Option(None, "--identifiers", help="Identifier columns: never candidates."),
-    k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
+    k: int = typer.Option(5, "--k", "-k", callback=k_option, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k."
     ),
@@ -502,10 +503,17 @@ def plan(
             delta=0.05 if delta is None else delta,
             **lattice_kw,
         )
-    if out is not None:
+    if out is not None:  # the planned release: the planned columns only (no ID, weight or other column rides along)
+        import polars as pl
+
         from sdckit._io import write_table
 
-        write_table(result.apply(frame), out)
+        if frame is None:
+            assert data is not None
+            frame = read_table(data, read)[0]
+        released = result.apply(frame)
+        write_table(released.select([c for c in result.columns if c in released.columns]) if result.columns
+                    else pl.DataFrame(), out)
     if report is not None:
         from sdckit.report._risk import plan_section
 
@@ -555,8 +563,8 @@ def plan(
                 else ""
             )
         )
-        if out is not None:
-            stdout.print(f"release written to {out}")
+    if out is not None:
+        stdout.print(f"release written to {out}: the {len(result.columns)} planned column(s) only")
     if result.excluded:
         tbl = Table("excluded column", "why")
         for c, why in result.excluded.items():

@@ -382,6 +382,15 @@ class PipelineConfig(_Strict):
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
 
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_at_least_two(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and v < 2:
+            from sdckit.risk._checks import k_message
+
+            raise ValueError(k_message(v).replace("k=", "", 1))
+        return v
+
     @field_validator("read", mode="before")
     @classmethod
     def _empty_read(cls, v: Any) -> Any:
