@@ -309,7 +309,10 @@ class ReadSection(_Strict):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for the report sidecar."""
-        return {**self.read_kwargs(), "na_values": list(self.na_values)}
+        out = {**self.read_kwargs(), "na_values": list(self.na_values)}
+        if self.labels == "labels":  # the default, and the only reading of files without labels
+            del out["labels"]
+        return out
 
 
 class Output(_Strict):

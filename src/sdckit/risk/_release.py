@@ -220,7 +220,7 @@ def measure_release(
     release : the released table (polars), row for row what is written.
     quasi_identifiers : the declared quasi-identifiers; those not in the release are withheld and
         not measured.
-    k : group size (>= 2).
+    k : group size (>= 1).
     budget : the largest share of users (0..1) allowed in groups smaller than k.
     sensitive : sensitive columns, for l-diversity.
     original : the input rows in the same order, for interval disclosure of ``masked`` columns.
@@ -251,10 +251,8 @@ def measure_release(
     """
     if not isinstance(release, pl.DataFrame):
         raise InputError(f"measure_release takes a polars DataFrame (the release as written); got {type(release).__name__}.")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        from sdckit.risk._checks import k_message
-
-        raise InputError(k_message(k))
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"k={k!r} must be a whole number >= 1.")
     if not 0.0 <= float(budget) <= 1.0:
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
     if missing_semantics not in ("wildcard", "value"):
