@@ -230,3 +230,27 @@ def test_sdckit_run_round_trips_a_survey_file(tmp_path: Path, ending: str) -> No
     if ending == ".sav":
         assert set(back["relat"][:5]) <= {9.0, -99999.0}  # "not stated" kept as its code (or suppressed)
         assert {"lo": 9.0, "hi": 9.0} in meta.missing_ranges["relat"]
+
+
+def test_a_declared_missing_code_is_never_averaged(tmp_path: Path) -> None:
+    from sdckit.errors import ConfigError
+
+    frame = _testdata(60)
+    frame.loc[[2, 5], "savings"] = -9.0  # "refused", declared missing
+    pyreadstat.write_sav(frame, str(tmp_path / "s.sav"), missing_ranges={"savings": [-9.0]})
+    cfg = parse_config(_survey_pipeline(tmp_path / "s.sav", tmp_path / "o.sav"))
+    with pytest.raises(ConfigError, match=r"'savings' holds the declared missing code -9 in 2 row\(s\)"):
+        run_pipeline(cfg, report=False)
+
+
+def test_every_command_takes_labels(tmp_path: Path) -> None:
+    sav = make_sav(tmp_path / "s.sav", rows=80)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["describe", str(sav), "--columns", "roof", "--json"])
+    coded = runner.invoke(app, ["describe", str(sav), "--columns", "roof", "--labels", "codes", "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert coded.exit_code == 0, coded.output
+    assert shown.stdout != coded.stdout
+    bad = runner.invoke(app, ["describe", str(sav), "--labels", "names"])
+    assert bad.exit_code == 2
+    assert "labels='names'" in bad.output

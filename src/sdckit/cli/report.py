@@ -162,6 +162,7 @@ def run(
         "columns": result.protected.columns,
         "not_released": result.not_released,
         "outputs": {k: str(v.resolve()) for k, v in written.items()},
+        "labels": result.labels.to_dict() if result.labels is not None and result.labels.file_format else None,
     }
     if as_json:
         print_json(payload)

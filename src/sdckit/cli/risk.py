@@ -309,17 +309,23 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
 
 
 def _guessed_quasi_identifiers(
-    data: Path, sensitive: str | None, weight: str | None, identifiers: str | None, read: Any = None
+    data: Path, sensitive: str | None, weight: str | None, identifiers: str | None, read: Any = None,
+    categorical: str | None = None,
 ) -> list[str]:
-    """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr."""
+    """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr.
+
+    A ``--categorical`` column, and a labelled column of an SPSS/Stata/SAS file, is judged as a category."""
     from sdckit._io import read_path
+    from sdckit._io._survey import read_labels
     from sdckit.pipeline._roles import guess_roles
 
+    labels = read_labels(data, labels=getattr(read, "labels", "labels"))
     roles = guess_roles(
         read_path(data, read),
         sensitive=parse_columns(sensitive) or (),
         weight=parse_columns(weight) or (),
         identifiers=parse_columns(identifiers) or (),
+        categorical=[*(parse_columns(categorical) or ()), *(labels.labelled if labels is not None else ())],
     )
     if not roles.quasi_identifiers:
         raise typer.BadParameter("no column looks like a quasi-identifier; name them with --columns", param_hint="--columns")
@@ -342,6 +348,9 @@ def plan(
     sensitive: str | None = typer.Option(None, "--sensitive", help="Sensitive columns: never candidates."),
     weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s): never candidates."),
     identifiers: str | None = typer.Option(None, "--identifiers", help="Identifier columns: never candidates."),
+    categorical: str | None = typer.Option(
+        None, "--categorical", help="Columns that are categories even when numbers (sex = 1/2), for the guess of candidates."
+    ),
     k: int = typer.Option(5, "--k", "-k", callback=k_option, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k."
@@ -455,7 +464,7 @@ def plan(
     check_command_outputs(files=[out], reports=[report], inputs=[data, from_marginals])
     cols = parse_columns(columns)
     if cols is None and data is not None:
-        cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read)
+        cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read, categorical)
     frame = None
     if from_marginals is not None:
         marg = _read_marginals(from_marginals)

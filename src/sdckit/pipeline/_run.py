@@ -234,6 +234,21 @@ def _categorical(config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabe
     return tuple(c for c in frame.columns if c in declared | labelled)
 
 
+def _declared_missing_in(frame: pl.DataFrame, column: str, labels: SurveyLabels | None) -> tuple[float, int] | None:
+    """The first SPSS declared missing code (or range) found in a numeric column, and how often."""
+    if labels is None or column not in frame.columns or not frame.schema[column].is_numeric():
+        return None
+    values = frame[column].cast(pl.Float64)
+    for spec in labels.missing_ranges.get(column, ()):
+        lo, hi = (spec["lo"], spec["hi"]) if isinstance(spec, dict) else (spec, spec)
+        if not isinstance(lo, (int, float)):
+            continue
+        hit = values.filter((values >= lo) & (values <= hi))
+        if hit.len():
+            return float(hit[0]), int(hit.len())
+    return None
+
+
 def _resolve_roles(
     config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabels | None = None
 ) -> tuple[PipelineConfig, Roles]:
@@ -302,6 +317,16 @@ def _resolve_roles(
                     f"{'average' if step.kind == 'microaggregate' else 'perturb'}. Leave it out of the step (recode or "
                     "pram it instead), or, if it is a number, list it under numeric."
                 )
+            for c in step.columns or roles.numeric:
+                found = _declared_missing_in(frame, c, labels)
+                if found is not None:
+                    code, n = found
+                    raise ConfigError(
+                        f"{src}: steps[{i}].{step.kind}.columns: {c!r} holds the declared missing code {code:g} in {n:,} "
+                        f"row(s) of the input file: a code, not an amount, that {step.kind} would mix into the masked "
+                        "values. Leave the column out of the step, or make the code system-missing before sdckit "
+                        f"(SPSS: RECODE {c} ({code:g}=SYSMIS))."
+                    )
     for i, step in enumerate(config.steps):
         if isinstance(step, (MicroaggregateStep, NoiseStep)) and not (step.columns or roles.numeric):
             raise ConfigError(
