@@ -188,8 +188,7 @@ def check_command_outputs(
     for report in reports:
         if report is not None:
             outs.extend(Report.outputs(report))
-    check_outputs(outs, inputs, make_folders=True)  # a report's folder is created
-    check_outputs(files, make_folders=False)  # a data file's or a plot's folder must exist
+    check_outputs(outs, inputs, make_folders=True)  # a missing folder is created (if its parent is writable)
 
 
 def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
