@@ -254,3 +254,18 @@ def test_every_command_takes_labels(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["describe", str(sav), "--labels", "names"])
     assert bad.exit_code == 2
     assert "labels='names'" in bad.output
+
+
+def test_sdckit_suppress_writes_a_labelled_sav(tmp_path: Path) -> None:
+    sav = make_sav(tmp_path / "s.sav", rows=150)
+    out = tmp_path / "o.sav"
+    r = CliRunner().invoke(app, ["suppress", str(sav), "--columns", ",".join(KEYS), "--k", "3", "--out", str(out),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    back, meta = pyreadstat.read_sav(str(out), user_missing=True)
+    assert meta.column_names_to_labels["roof"] == VARIABLE_LABELS["roof"]
+    assert {float(k): v for k, v in meta.variable_value_labels["walls"].items() if v != SUPPRESSED_LABEL} == {
+        float(k): v for k, v in LABELS["walls"].items()}
+    changed = sum(row["cells_changed"] for row in json.loads(r.stdout)["changes"].values())
+    assert changed > 0
+    assert sum(int((back[c] == -99999.0).sum()) for c in KEYS) == changed  # each suppressed cell declared

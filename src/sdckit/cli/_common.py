@@ -191,6 +191,25 @@ def check_command_outputs(
     check_outputs(outs, inputs, make_folders=True)  # a missing folder is created (if its parent is writable)
 
 
+def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any = None) -> None:
+    """Write a command's release; a ``.sav``/``.dta`` one gets the input file's labels and declared
+    missing values, and each cell the command set to missing is declared as the suppression code."""
+    from sdckit._io import write_table
+
+    labels = None
+    if out.name.lower().endswith((".sav", ".dta")):
+        from sdckit._io._survey import SurveyLabels, read_labels
+
+        mode = getattr(read, "labels", "labels")
+        labels = (read_labels(data, labels=mode) or SurveyLabels()).select(release.columns)
+        if frame.height == release.height:
+            labels = labels.with_suppressed({
+                c: release[c].is_null().to_numpy() & ~frame[c].is_null().to_numpy()
+                for c in release.columns if c in frame.columns
+            })
+    write_table(release, out, labels=labels)
+
+
 def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
     """Save a matplotlib figure atomically (a temporary file renamed into place)."""
     from sdckit._io import atomic_output

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from sdckit._io import check_output_path, check_outputs, read_path, write_table
+from sdckit._io import check_output_path, check_outputs, read_path
 from sdckit.cli._common import (
     JSON_HELP,
     handles_errors,
@@ -18,6 +18,7 @@ from sdckit.cli._common import (
     print_json,
     progress,
     stdout,
+    write_release,
 )
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 
@@ -93,9 +94,11 @@ def _changes_table(changes: dict[str, dict[str, int]], title: str) -> Table:
     return table
 
 
-def _finish(payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str) -> None:
+def _finish(
+    payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str, *, data: Path, frame: Any
+) -> None:
     if out is not None:
-        write_table(release, out)
+        write_release(release, out, data=data, frame=frame)
     if as_json:
         print_json(payload)
         return
@@ -167,7 +170,7 @@ def recode(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: global recoding")
+    _finish(payload, release, out, as_json, f"{data.name}: global recoding", data=data, frame=frame)
 
 
 @handles_errors
@@ -236,7 +239,7 @@ def suppress(
             stdout.print(
                 f"exposure allowance of the redaction (missing read as a value): {100 * model.redaction_allowance_:.4g}%"
             )
-    _finish(payload, release, out, as_json, "cells per key")
+    _finish(payload, release, out, as_json, "cells per key", data=data, frame=frame)
 
 
 @handles_errors
@@ -274,4 +277,4 @@ def pram(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: PRAM")
+    _finish(payload, release, out, as_json, f"{data.name}: PRAM", data=data, frame=frame)

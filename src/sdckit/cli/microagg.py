@@ -19,6 +19,7 @@ from sdckit.cli._common import (
     read_table,
     reads_data,
     stdout,
+    write_release,
 )
 
 if TYPE_CHECKING:
@@ -106,9 +107,7 @@ def microaggregate(
             else None
         )
     if out is not None:
-        from sdckit._io import write_table
-
-        write_table(release, out)
+        write_release(release, out, data=data, frame=frame, read=read)
     payload = {
         "source": data.name,
         "columns": names,
