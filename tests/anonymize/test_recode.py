@@ -170,3 +170,18 @@ def test_interval_labels_keep_full_precision() -> None:
 def test_closed_must_be_left_or_right() -> None:
     with pytest.raises(ParameterError, match="closed='middle'"):
         GlobalRecoder(rules={"age": {"breaks": [0, 10]}}, closed="middle").fit(pl.DataFrame({"age": [1]}))
+
+
+def test_pipeline_recode_takes_closed_right(tmp_path: Path) -> None:
+    from sdckit.pipeline import parse_config, run_pipeline
+
+    csv = tmp_path / "t.csv"
+    _testdata().head(400).write_csv(csv)
+    cfg = parse_config({"input": str(csv), "quasi_identifiers": ["age", "sex"], "k": 2, "allow_over_budget": True,
+                        "steps": [{"recode": {"rules": {"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, "closed": "right"}}],
+                        "output": {"report": None}})
+    result = run_pipeline(cfg, report=False)
+    expected = GlobalRecoder(rules={"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, closed="right").fit_transform(
+        _testdata().head(400))["age"].to_list()
+    assert result.protected["age"].to_list() == expected
+    assert "outside the breaks, now missing" in result.steps[0].description
