@@ -107,3 +107,81 @@ def test_top_bottom_coding() -> None:
     assert lab["inc"].tolist()[3:5] == ["50", ">= 50"]
     with pytest.raises(ParameterError, match="not both"):
         TopBottomCoder(top=1, top_quantile=0.5).fit(df)
+
+
+# --- closed="right": sdcMicro's globalRecode classes (issue 22) ---------------------------------------
+# Reference counts from sdcMicro 5.8.1 (R 4.x), on its package data `testdata`
+# (tests/data/sdcmicro_testdata.csv):
+#   testdata$age <- as.numeric(testdata$age)
+#   sdc <- createSdcObj(testdata, keyVars = c("urbrur", "roof", "walls", "water", "electcon", "relat",
+#                       "sex", "age"), numVars = c("expend", "income", "savings"), w = "sampling_weight")
+#   sdc <- globalRecode(sdc, column = "age", breaks = c(0, 15, 30, 45, 60, 95))
+#   table(get.sdcMicroObj(sdc, "manipKeyVars")$age, useNA = "always")
+#   -> (0,15] 1871  (15,30] 1092  (30,45] 847  (45,60] 425  (60,95] 247  <NA> 98
+#   table(sdcMicro:::globalRecodeWORK(testdata$income / 1e6, breaks = c(2.5, 10.25, 25.3, 57.8, 120.125)),
+#         useNA = "always")
+#   -> (2.5,10.25] 337  (10.25,25.3] 696  (25.3,57.8] 1460  (57.8,120.125] 1960  <NA> 127
+SDCMICRO_AGE = {"(0, 15]": 1871, "(15, 30]": 1092, "(30, 45]": 847, "(45, 60]": 425, "(60, 95]": 247, None: 98}
+SDCMICRO_INCOME = {"(2.5, 10.25]": 337, "(10.25, 25.3]": 696, "(25.3, 57.8]": 1460, "(57.8, 120.125]": 1960,
+                   None: 127}
+
+
+def _testdata() -> pl.DataFrame:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "sdcmicro_testdata.csv"
+    return pl.read_csv(path).with_columns(income=pl.col("income") / 1e6)
+
+
+def _counts(values: list[object]) -> dict[object, int]:
+    out: dict[object, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def test_right_closed_classes_are_sdcmicros_on_integers() -> None:
+    df = _testdata()
+    rec = GlobalRecoder(rules={"age": {"breaks": [0, 15, 30, 45, 60, 95]}}, closed="right").fit(df)
+    assert _counts(rec.transform(df)["age"].to_list()) == SDCMICRO_AGE  # age 0 is outside (0, 95]: missing
+    assert rec.changes_["age"]["outside_breaks"] == 98
+    left = GlobalRecoder(rules={"age": {"breaks": [0, 15, 30, 45, 60, 95]}}).fit(df).transform(df)["age"]
+    on_a_break = int(df["age"].is_in([15, 30, 45, 60, 95]).sum())  # 302 on the inner breaks, 1 at 95
+    moved = sum(a != b.replace("[", "(").replace(")", "]") for a, b in zip(
+        rec.transform(df)["age"].to_list(), left.to_list(), strict=True) if a is not None)
+    assert moved == on_a_break == 303  # each record on a break lands one class lower than with [a, b)
+
+
+def test_right_closed_classes_are_sdcmicros_on_real_values() -> None:
+    df = _testdata()
+    rule = {"income": {"breaks": [2.5, 10.25, 25.3, 57.8, 120.125], "closed": "right"}}  # closed per rule
+    got = GlobalRecoder(rules=rule).fit(df).transform(df)["income"].to_list()
+    assert _counts(got) == SDCMICRO_INCOME
+
+
+def test_interval_labels_keep_full_precision() -> None:
+    df = pl.DataFrame({"x": [1_000_000.0, 1_000_000.4, 1_000_000.7, 2.0]})
+    out = GlobalRecoder(rules={"x": {"breaks": [0, 1_000_000.2, 1_000_000.5, 1_000_001]}}).fit(df).transform(df)
+    labels = out["x"].to_list()
+    assert labels == ["[0, 1000000.2)", "[1000000.2, 1000000.5)", "[1000000.5, 1000001)", "[0, 1000000.2)"]
+    assert len(set(labels[:3])) == 3  # before: two intervals under one label '[1e+06, 1e+06)'
+
+
+def test_closed_must_be_left_or_right() -> None:
+    with pytest.raises(ParameterError, match="closed='middle'"):
+        GlobalRecoder(rules={"age": {"breaks": [0, 10]}}, closed="middle").fit(pl.DataFrame({"age": [1]}))
+
+
+def test_pipeline_recode_takes_closed_right(tmp_path: Path) -> None:
+    from sdckit.pipeline import parse_config, run_pipeline
+
+    csv = tmp_path / "t.csv"
+    _testdata().head(400).write_csv(csv)
+    cfg = parse_config({"input": str(csv), "quasi_identifiers": ["age", "sex"], "k": 2, "allow_over_budget": True,
+                        "steps": [{"recode": {"rules": {"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, "closed": "right"}}],
+                        "output": {"report": None}})
+    result = run_pipeline(cfg, report=False)
+    expected = GlobalRecoder(rules={"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, closed="right").fit_transform(
+        _testdata().head(400))["age"].to_list()
+    assert result.protected["age"].to_list() == expected
+    assert "outside the breaks, now missing" in result.steps[0].description

@@ -60,7 +60,8 @@ def test_defaults_mean_the_bundled_adult_data() -> None:
     [
         ({"quasi_identifier": ["a"]}, "unknown key 'quasi_identifier'. Did you mean 'quasi_identifiers'"),
         ({"k": "5"}, r"<dict>.k: expected a whole number, got '5' \(str\)"),
-        ({"k": 0}, "k: must be >= 1, got 0"),
+        ({"k": 0}, r"k: 0: k-anonymity needs a group size k >= 2"),
+        ({"k": 1}, r"k: 1: k-anonymity needs a group size k >= 2"),
         ({"k": True}, "expected a whole number"),
         ({"budget": 1.5}, "budget: must be <= 1.0, got 1.5"),
         ({"budget": -0.1}, "budget: must be >= 0.0, got -0.1"),

@@ -11,8 +11,10 @@ what it returns:
 * :func:`like_input` puts new or replaced columns back into the caller's own frame type, other
   columns and row order untouched.
 
-* :func:`check_output_path` checks an output path before any work is done; :func:`writing` turns a
-  failed write into :class:`~sdckit.errors.OutputError`.
+* :func:`check_outputs` checks every output path before any work is done (never an input, always
+  writable); :func:`staged_outputs` and :func:`atomic_output` write to temporary files renamed into
+  place when the whole run succeeded; :func:`writing` turns a failed write into
+  :class:`~sdckit.errors.OutputError`.
 
 Only :func:`read_path` and the two output helpers touch the file system.
 """
@@ -33,7 +35,9 @@ if TYPE_CHECKING:
         native_kind,
         read_path,
     )
+    from sdckit._io._outputs import Staging, atomic_output, check_outputs, set_aside, staged_outputs
     from sdckit._io._select import Data, MissingPolicy, check_numeric, read_data
+    from sdckit._io._survey import SurveyLabels
     from sdckit._io._write import check_output_path, read_back_options, write_table, writing
 
 _WHERE = {
@@ -49,6 +53,12 @@ _WHERE = {
     "MissingPolicy": "_select",
     "check_numeric": "_select",
     "read_data": "_select",
+    "Staging": "_outputs",
+    "atomic_output": "_outputs",
+    "check_outputs": "_outputs",
+    "set_aside": "_outputs",
+    "staged_outputs": "_outputs",
+    "SurveyLabels": "_survey",
     "check_output_path": "_write",
     "read_back_options": "_write",
     "write_table": "_write",
@@ -70,16 +80,22 @@ __all__ = [
     "DataSource",
     "MissingPolicy",
     "ReadOptions",
+    "Staging",
+    "SurveyLabels",
     "as_narwhals",
+    "atomic_output",
     "check_columns",
     "check_numeric",
     "check_output_path",
+    "check_outputs",
     "is_lazy",
     "like_input",
     "native_kind",
     "read_back_options",
     "read_data",
     "read_path",
+    "set_aside",
+    "staged_outputs",
     "write_table",
     "writing",
 ]

@@ -3,8 +3,8 @@
 Text files (CSV, TSV) take :class:`ReadOptions`: the separator (sniffed when not given), the
 encoding, the decimal mark and the strings that mean "missing". Spreadsheets (``.xlsx``, ``.xls``,
 ``.ods``) are read with polars' Excel reader (fastexcel); SPSS (``.sav``, ``.zsav``, ``.por``),
-Stata (``.dta``), SAS (``.sas7bdat``, ``.xpt``) with pyreadstat, value labels applied so that a
-labelled column holds its labels as categories; R (``.rds``, ``.RData``, ``.rda``) with pyreadr,
+Stata (``.dta``), SAS (``.sas7bdat``, ``.xpt``) with pyreadstat (:mod:`sdckit._io._survey`: any
+labelling, labels or codes, declared missing values kept as their codes); R (``.rds``, ``.RData``, ``.rda``) with pyreadr,
 factors as categories. These three libraries are the optional extra ``sdckit[formats]``.
 """
 
@@ -38,14 +38,23 @@ class ReadOptions:
         ``"latin-1"``, ``"cp1252"``.
     decimal : the decimal mark, ``"."`` or ``","`` (then the separator cannot be a comma).
     na_values : the strings that mean missing, compared after surrounding blanks are stripped.
+    labels : for SPSS, Stata and SAS files: ``"labels"`` (default) shows a labelled variable's value
+        labels as its values (categories; an unlabelled code stays, as its text), ``"codes"`` keeps
+        its codes. Either way :func:`~sdckit._io._survey.read_labels` gives the labels.
     """
 
     separator: str | None = None
     encoding: str = "utf-8"
     decimal: str = "."
     na_values: tuple[str, ...] = DEFAULT_NA
+    labels: str = "labels"
 
     def __post_init__(self) -> None:
+        if self.labels not in ("labels", "codes"):
+            raise ParameterError(
+                f"labels={self.labels!r}: use 'labels' (a labelled SPSS/Stata variable shows its value labels) "
+                "or 'codes' (its codes)."
+            )
         if self.separator is not None and len(self.separator) != 1:
             raise ParameterError(
                 f"separator={self.separator!r} must be one character, e.g. ';' or '\\t' (or None to sniff it)."
@@ -117,27 +126,16 @@ def read_excel(path: Path) -> pl.DataFrame:
     return pl.read_excel(path, engine="calamine")
 
 
-def read_stat(path: Path, ending: str, encoding: str | None = None) -> pl.DataFrame:
-    """An SPSS, Stata or SAS file; value labels become the values (as categories).
+def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str = "labels") -> pl.DataFrame:
+    """An SPSS, Stata or SAS file, whatever its labelling (see :mod:`sdckit._io._survey`).
 
-    SPSS user-missing values and the system-missing value are read as missing (null).
+    ``labels="labels"``: a labelled variable holds its value labels, as categories (an unlabelled
+    code stays, as its text); ``"codes"``: its codes. Declared (user-)missing codes stay their code,
+    Stata's extended missing values their text (``".a"``); only the system-missing value is missing.
     """
-    pyreadstat = _require("pyreadstat", ending)
-    reader = {
-        ".sav": pyreadstat.read_sav,
-        ".zsav": pyreadstat.read_sav,
-        ".por": pyreadstat.read_por,
-        ".dta": pyreadstat.read_dta,
-        ".sas7bdat": pyreadstat.read_sas7bdat,
-        ".xpt": pyreadstat.read_xport,
-    }[ending]
-    kwargs: dict[str, Any] = {"output_format": "polars"}
-    if ending in (".sav", ".zsav", ".por", ".dta"):  # SAS keeps its formats in a separate catalog file
-        kwargs |= {"apply_value_formats": True, "formats_as_category": True}
-    if encoding is not None and ending != ".por":
-        kwargs["encoding"] = encoding
-    df, _meta = reader(str(path), **kwargs)
-    return _labels_as_categories(df)
+    from sdckit._io._survey import read_stat as read_survey
+
+    return read_survey(path, ending, encoding, labels)
 
 
 def _labels_as_categories(df: pl.DataFrame) -> pl.DataFrame:

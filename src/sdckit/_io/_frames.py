@@ -193,7 +193,7 @@ def _read_other(p: Path, fmt: str, opts: ReadOptions) -> pl.DataFrame:
         if fmt == "excel":
             df = apply_na_values(read_excel(p), opts.na_values)
         elif fmt == "stat":
-            df = read_stat(p, ending, None if opts.is_utf8 else opts.encoding)
+            df = read_stat(p, ending, None if opts.is_utf8 else opts.encoding, opts.labels)
         else:
             df = read_r(p, ending)
     except UnreadableInputError:

@@ -84,6 +84,7 @@ def read_data(
     encoding: str = "utf-8",
     decimal: str = ".",
     na_values: Sequence[str] = DEFAULT_NA,
+    labels: str = "labels",
 ) -> Data:
     """Read and validate input for the algorithms.
 
@@ -101,6 +102,9 @@ def read_data(
         :class:`~sdckit._io.ReadOptions`): the separator is sniffed when None; ``decimal=","``
         reads ``1,5`` as 1.5; the strings in ``na_values`` (default empty, ``NA``, ``NaN``) are
         missing.
+    labels : for SPSS, Stata and SAS files: ``"labels"`` (default) shows a labelled variable's value
+        labels (an unlabelled code stays a value, as its text), ``"codes"`` its codes; declared
+        missing codes stay their code, never a blank.
 
     Examples
     --------
@@ -117,7 +121,8 @@ def read_data(
     MissingValuesError, TooFewRowsError
     """
     _check_policy(missing)
-    options = ReadOptions(separator=separator, encoding=encoding, decimal=decimal, na_values=tuple(na_values))
+    options = ReadOptions(separator=separator, encoding=encoding, decimal=decimal, na_values=tuple(na_values),
+                          labels=labels)
     frame = as_narwhals(source, options)
     names = check_columns(frame, columns)
     frame = frame.select(*names)

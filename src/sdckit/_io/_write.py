@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sdckit._io._outputs import atomic_output, check_outputs
 from sdckit.errors import OutputError
 
 
@@ -18,31 +19,11 @@ def check_output_path(
 ) -> Path:
     """Return ``path`` as a :class:`~pathlib.Path` once it is known to be writable.
 
-    Called before any computation, so a typo in an output path costs nothing. Raises
-    :class:`OutputError` when the folder does not exist (or is a file), when a folder stands at
-    ``path``, when the folder is not writable, or when ``path`` is one of ``inputs`` (writing there
-    would overwrite the data being read).
+    Called before any computation, so a typo in an output path costs nothing: the one-path form of
+    :func:`~sdckit._io._outputs.check_outputs` (the path resolved, symlinks followed; refused when
+    it is one of ``inputs``, a folder, too long a name, or in a folder that cannot be written).
     """
-    p = Path(path)
-    if p.is_dir():
-        raise OutputError(f"{str(path)!r} is a folder; give a file name, e.g. {str(p / 'out.csv')!r}.")
-    parent = p.parent
-    if not parent.exists():
-        raise OutputError(
-            f"cannot write {str(path)!r}: the folder {str(parent)!r} does not exist. Create it first."
-        )
-    if not parent.is_dir():
-        raise OutputError(f"cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder.")
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise OutputError(f"cannot write {str(path)!r}: permission denied. Choose another folder.")
-    for source in inputs:
-        s = Path(source)
-        if p.exists() and s.exists() and p.resolve() == s.resolve():
-            raise OutputError(
-                f"{str(path)!r} is the input file; writing there would overwrite the data. "
-                "Choose another output name."
-            )
-    return p
+    return check_outputs([path], inputs)[0]
 
 
 @contextmanager
@@ -57,7 +38,7 @@ def writing(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OutputError(f"cannot write {str(path)!r}: {reason}.") from None
 
 
-_WRITERS = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".jsonl", ".ndjson")
+_WRITERS = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".jsonl", ".ndjson", ".sav", ".dta")
 
 
 def read_back_options(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -71,10 +52,14 @@ def read_back_options(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"separator": separator, "encoding": "utf-8", "decimal": ".", "na_values": ("",)}
 
 
-def write_table(frame: Any, path: str | os.PathLike[str]) -> Path:
-    """Write a polars DataFrame by the path's ending: Parquet, CSV (optionally ``.gz``), TSV, JSON lines.
+def write_table(frame: Any, path: str | os.PathLike[str], *, atomic: bool = True, labels: Any = None) -> Path:
+    """Write a polars DataFrame by the path's ending: Parquet, CSV (optionally ``.gz``), TSV, JSON
+    lines, SPSS ``.sav`` or Stata ``.dta`` (with ``labels``, a :class:`~sdckit._io.SurveyLabels`).
 
     The folder is created if needed; an unknown ending or a failed write raises :class:`OutputError`.
+    The file is written to a temporary file beside it and renamed into place when complete
+    (``atomic=False`` writes ``path`` itself: for a path already staged by
+    :func:`~sdckit._io._outputs.staged_outputs`).
     """
     p = Path(path)
     name = p.name.lower()
@@ -83,16 +68,27 @@ def write_table(frame: Any, path: str | os.PathLike[str]) -> Path:
         raise OutputError(
             f"cannot write {p.name!r}: end the name in one of {', '.join(_WRITERS)} to choose the format."
         )
-    p.parent.mkdir(parents=True, exist_ok=True)
-    with writing(p):
-        if ending in (".parquet", ".pq"):
-            frame.write_parquet(p)
-        elif ending == ".csv.gz":
-            frame.write_csv(p, compression="gzip", check_extension=False)
-        elif ending == ".csv":
-            frame.write_csv(p)
-        elif ending == ".tsv":
-            frame.write_csv(p, separator="\t")
-        else:
-            frame.write_ndjson(p)
+    if not atomic:
+        with writing(p):
+            _write_as(frame, p, ending, labels)
+        return p
+    with atomic_output(p) as temp:
+        _write_as(frame, temp, ending, labels)
     return p
+
+
+def _write_as(frame: Any, p: Path, ending: str, labels: Any) -> None:
+    if ending in (".parquet", ".pq"):
+        frame.write_parquet(p)
+    elif ending == ".csv.gz":
+        frame.write_csv(p, compression="gzip", check_extension=False)
+    elif ending == ".csv":
+        frame.write_csv(p)
+    elif ending == ".tsv":
+        frame.write_csv(p, separator="\t")
+    elif ending in (".sav", ".dta"):
+        from sdckit._io._survey import write_survey
+
+        write_survey(frame, p, ending, labels)
+    else:
+        frame.write_ndjson(p)

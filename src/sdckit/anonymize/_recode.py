@@ -15,25 +15,38 @@ from sdckit.anonymize._base import Anonymizer, change_counts, native_out, text_v
 from sdckit.anonymize._hierarchy import as_hierarchy
 from sdckit.errors import ColumnNotFoundError, InputError, NonNumericColumnError, ParameterError
 
-_RULE_KEYS = {"breaks", "labels", "bins", "method", "mapping", "hierarchy", "level"}
+_RULE_KEYS = {"breaks", "labels", "bins", "method", "mapping", "hierarchy", "level", "closed"}
+_CLOSED = ("left", "right")
 
 
 def _fmt(x: float) -> str:
+    """A break at full precision (the shortest text that reads back as the same float): two
+    different breaks never share a label (``1e+06`` and ``1000000.5`` stay apart)."""
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**63 else repr(x)
 
 
-def interval_labels(breaks: list[float], *, closed_last: bool = False) -> list[str]:
-    """Labels ``[a, b)`` of consecutive breaks; with ``closed_last`` the last is ``[a, b]``."""
+def interval_labels(breaks: list[float], *, closed_last: bool = False, closed: str = "left") -> list[str]:
+    """Labels ``[a, b)`` of consecutive breaks (``closed="right"``: ``(a, b]``); with ``closed_last``
+    the last is ``[a, b]``."""
+    if closed == "right":
+        return [f"({_fmt(a)}, {_fmt(b)}]" for a, b in itertools.pairwise(breaks)]
     out = [f"[{_fmt(a)}, {_fmt(b)})" for a, b in itertools.pairwise(breaks)]
     if closed_last and out:
         out[-1] = out[-1][:-1] + "]"
     return out
 
 
-def _interval_of(x: float, breaks: list[float], labels: list[Any], closed_last: bool, column: str = "?") -> Any:
+def _interval_of(
+    x: float, breaks: list[float], labels: list[Any], closed_last: bool, column: str = "?", closed: str = "left"
+) -> Any:
     b = breaks
+    if closed == "right":  # sdcMicro's globalRecode (R's cut): (b_i, b_i+1], missing outside (b0, b_last]
+        if x <= b[0] or x > b[-1]:
+            return None
+        return labels[int(np.searchsorted(b, x, side="left")) - 1]
     if closed_last and x == b[-1]:
         return labels[-1]
     if x < b[0] or x >= b[-1]:
@@ -54,7 +67,10 @@ class GlobalRecoder(Anonymizer):
     Per column one rule (a JSON-able mapping):
 
     * ``{"breaks": [b0, b1, ...]}``: numbers into intervals ``[b_i, b_{i+1})``; values below b0
-      become ``(-inf, b0)``, values at or above the last break ``[b_last, inf)``; optional
+      become ``(-inf, b0)``, values at or above the last break ``[b_last, inf)``. With
+      ``closed="right"`` (for the recoder, or ``"closed"`` in one rule) the intervals are
+      ``(b_i, b_{i+1}]`` and a value outside ``(b0, b_last]`` becomes missing, as sdcMicro's
+      ``globalRecode`` (R's ``cut``) classes them (counted in ``changes_`` as ``outside_breaks``); optional
       ``"labels"`` (one per interval ``[b_i, b_{i+1})``) replace the default text. Numeric labels
       (e.g. each interval's midpoint) keep the column numeric; then there are no outer intervals,
       so a value outside ``[b0, b_last)`` raises (use ``-inf`` and ``inf`` as the outer breaks);
@@ -74,6 +90,8 @@ class GlobalRecoder(Anonymizer):
     Parameters
     ----------
     rules : ``{column: rule}`` as above; other columns are untouched.
+    closed : ``"left"`` (default, ``[a, b)``) or ``"right"`` (``(a, b]``, sdcMicro's classes) for
+        the ``breaks`` rules. Interval labels show the breaks at full precision.
 
     Attributes
     ----------
@@ -106,8 +124,9 @@ class GlobalRecoder(Anonymizer):
     {'cells_changed': 4, 'values_merged': 1}
     """
 
-    def __init__(self, *, rules: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, *, rules: Mapping[str, Mapping[str, Any]] | None = None, closed: str = "left") -> None:
         self.rules = rules
+        self.closed = closed
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Learn each column's rule (bins from the data) and record the changes on ``X``."""
@@ -115,6 +134,11 @@ class GlobalRecoder(Anonymizer):
             raise ParameterError(
                 f"rules={self.rules!r}: GlobalRecoder needs rules {{column: rule}}, e.g. "
                 "rules={'age': {'breaks': [0, 30, 50, 70]}}."
+            )
+        if self.closed not in _CLOSED:
+            raise ParameterError(
+                f"closed={self.closed!r}: use 'left' (intervals [a, b), the default) or 'right' ((a, b], sdcMicro's "
+                "globalRecode)."
             )
         frame, names, _ = self._frame_in(X, list(self.rules), reset=True)
         learned: dict[str, dict[str, Any]] = {}
@@ -126,7 +150,10 @@ class GlobalRecoder(Anonymizer):
                     f"column {name!r}: rule {bad!r} is not understood; use breaks, bins (+ method), "
                     "mapping, or hierarchy + level."
                 )
-            learned[name] = _learn(name, rule, frame[name])
+            closed = rule.get("closed", self.closed)
+            if closed not in _CLOSED:
+                raise ParameterError(f"column {name!r}: closed={closed!r}; use 'left' or 'right'.")
+            learned[name] = _learn(name, rule, frame[name], closed)
         # a hierarchy's values not in the fitted data are recoded by the hierarchy, never let through raw
         self._hierarchies = {
             name: (as_hierarchy(self.rules[name]["hierarchy"], name), int(learned[name]["level"]))
@@ -138,7 +165,10 @@ class GlobalRecoder(Anonymizer):
         changes: dict[str, dict[str, int]] = {}
         for name in names:
             before = text_values(frame[name])
-            changes[name] = change_counts(before, np.array(self._apply(name, before), dtype=object))
+            after = np.array(self._apply(name, before), dtype=object)
+            changes[name] = change_counts(before, after)
+            if learned[name].get("closed") == "right":
+                changes[name]["outside_breaks"] = int(sum(a is None and b is not None for a, b in zip(after, before, strict=True)))
         self.changes_ = changes
         return self
 
@@ -154,8 +184,9 @@ class GlobalRecoder(Anonymizer):
         if "mapping" in rule:
             mapping = rule["mapping"]
             return [None if v is None else mapping.get(str(v), v) for v in values]
-        breaks, labels, closed = rule["breaks"], rule["labels"], rule["closed_last"]
-        return [None if v is None else _interval_of(float(v), breaks, labels, closed, name) for v in values]
+        breaks, labels, closed_last = rule["breaks"], rule["labels"], rule["closed_last"]
+        side = rule.get("closed", "left")
+        return [None if v is None else _interval_of(float(v), breaks, labels, closed_last, name, side) for v in values]
 
     def transform(self, X: DataSource) -> Any:
         """Recode the fitted columns of ``X``; other columns and the row order are untouched."""
@@ -172,7 +203,7 @@ class GlobalRecoder(Anonymizer):
         return self._write_output(native_out(frame, replaced), was_array)
 
 
-def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
+def _learn(name: str, rule: Mapping[str, Any], series: Any, closed: str = "left") -> dict[str, Any]:
     if "mapping" in rule:
         mapping = rule["mapping"]
         if not isinstance(mapping, Mapping):
@@ -202,7 +233,12 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
             raise ParameterError(f"column {name!r}: labels need at least two breaks.")
         if not breaks:
             raise ParameterError(f"column {name!r}: give at least one break, e.g. breaks=[0, 30, 60].")
-        labels: list[Any] = interval_labels(breaks)
+        if closed == "right" and len(breaks) < 2:
+            raise ParameterError(
+                f"column {name!r}: closed='right' needs at least two breaks (the classes are (b0, b1], ...; a value "
+                "outside (b0, b_last] becomes missing), e.g. breaks=[0, 30, 60]."
+            )
+        labels: list[Any] = interval_labels(breaks, closed=closed)
         if "labels" in rule:
             given = _labels(name, rule["labels"])
             if len(given) != len(labels):
@@ -211,7 +247,7 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any) -> dict[str, Any]:
                     "pair of consecutive breaks."
                 )
             labels = given
-        return {"breaks": breaks, "labels": labels, "closed_last": False}
+        return {"breaks": breaks, "labels": labels, "closed_last": False, "closed": closed}
     if "bins" in rule:
         m = rule["bins"]
         method = rule.get("method", "width")

@@ -16,6 +16,7 @@ from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import check_k
+from sdckit.risk._checks import check_group_size
 from sdckit.risk._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
 
 __all__ = ["LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
@@ -193,7 +194,7 @@ class LocalSuppressor(Anonymizer):
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Decide the cells to suppress (and redact) in ``X``."""
-        k = check_k(self.k)
+        k = check_k(check_group_size(self.k))
         p_red = self.random_redaction
         if p_red is not None and (
             isinstance(p_red, bool) or not isinstance(p_red, (int, float)) or not 0 <= p_red <= 1

@@ -152,6 +152,15 @@ def parse_columns(value: str | None) -> list[str] | None:
     return cols
 
 
+def k_option(value: int | None) -> int | None:
+    """A ``--k`` callback: k >= 2, with the message every command and the pipeline give."""
+    if value is not None and value < 2:
+        from sdckit.risk._checks import k_message
+
+        raise typer.BadParameter(k_message(value).replace("k=", "", 1))
+    return value
+
+
 def check_suffix(path: Path, suffixes: Sequence[str], option: str) -> None:
     """Refuse an output file whose ending the command cannot write (a usage error, exit 2)."""
     if not any(path.name.lower().endswith(s) for s in suffixes):
@@ -165,6 +174,48 @@ def check_plot_path(path: Path, *, inputs: Sequence[Path] = ()) -> None:
 
     check_suffix(path, PLOT_SUFFIXES, "--plot")
     check_output_path(path, inputs=inputs)
+
+
+def check_command_outputs(
+    *, files: Sequence[Path | None] = (), reports: Sequence[Path | None] = (), inputs: Sequence[Any] = ()
+) -> None:
+    """Before any work: every output of a command (``files``, and each HTML report with its JSON
+    sidecar) resolved and checked against every input and each other (:func:`sdckit._io.check_outputs`)."""
+    from sdckit._io import check_outputs
+    from sdckit.report import Report
+
+    outs: list[Path | None] = list(files)
+    for report in reports:
+        if report is not None:
+            outs.extend(Report.outputs(report))
+    check_outputs(outs, inputs, make_folders=True)  # a missing folder is created (if its parent is writable)
+
+
+def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any = None) -> None:
+    """Write a command's release; a ``.sav``/``.dta`` one gets the input file's labels and declared
+    missing values, and each cell the command set to missing is declared as the suppression code."""
+    from sdckit._io import write_table
+
+    labels = None
+    if out.name.lower().endswith((".sav", ".dta")):
+        from sdckit._io._survey import SurveyLabels, read_labels
+
+        mode = getattr(read, "labels", "labels")
+        labels = (read_labels(data, labels=mode) or SurveyLabels()).select(release.columns)
+        if frame.height == release.height:
+            labels = labels.with_suppressed({
+                c: release[c].is_null().to_numpy() & ~frame[c].is_null().to_numpy()
+                for c in release.columns if c in frame.columns
+            })
+    write_table(release, out, labels=labels)
+
+
+def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
+    """Save a matplotlib figure atomically (a temporary file renamed into place)."""
+    from sdckit._io import atomic_output
+
+    with atomic_output(path) as temp:
+        fig.savefig(temp, format=path.suffix.lstrip(".").lower(), **kwargs)
 
 
 @contextmanager
@@ -229,11 +280,14 @@ _READ_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("na_values", str, typer.Option(
         ",NA,NaN", "--na-values", help="Comma-separated strings read as missing (default: empty, NA, NaN).",
         rich_help_panel="Reading the file")),
+    ("labels", str, typer.Option(
+        "labels", "--labels", help="SPSS/Stata/SAS files: a labelled variable shows its value labels ('labels') or "
+        "its codes ('codes').", rich_help_panel="Reading the file")),
 )
 
 
 def reads_data(func: Callable[..., R]) -> Callable[..., R]:
-    """Give a command ``--separator``, ``--encoding``, ``--decimal`` and ``--na-values``; the
+    """Give a command ``--separator``, ``--encoding``, ``--decimal``, ``--na-values`` and ``--labels``; the
     command receives them as one ``read`` keyword (a :class:`~sdckit._io.ReadOptions`).
 
     Put it under :func:`handles_errors` (a bad value is then one red line, exit 1)."""
@@ -258,6 +312,7 @@ def reads_data(func: Callable[..., R]) -> Callable[..., R]:
                 encoding=kwargs.pop("encoding"),
                 decimal=kwargs.pop("decimal"),
                 na_values=tuple(v.strip() for v in na.split(",")) if na else ("",),
+                labels=kwargs.pop("labels"),
             )
         except ParameterError as err:  # a usage error: name the option, not the Python parameter
             raise typer.BadParameter(_cli_words(str(err))) from None

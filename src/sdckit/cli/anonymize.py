@@ -9,8 +9,17 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from sdckit._io import check_output_path, read_path, write_table
-from sdckit.cli._common import JSON_HELP, handles_errors, parse_columns, print_json, progress, stdout
+from sdckit._io import check_output_path, check_outputs, read_path
+from sdckit.cli._common import (
+    JSON_HELP,
+    handles_errors,
+    k_option,
+    parse_columns,
+    print_json,
+    progress,
+    stdout,
+    write_release,
+)
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 
 _SEED_HELP = (
@@ -85,9 +94,11 @@ def _changes_table(changes: dict[str, dict[str, int]], title: str) -> Table:
     return table
 
 
-def _finish(payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str) -> None:
+def _finish(
+    payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str, *, data: Path, frame: Any
+) -> None:
     if out is not None:
-        write_table(release, out)
+        write_release(release, out, data=data, frame=frame)
     if as_json:
         print_json(payload)
         return
@@ -105,7 +116,7 @@ def recode(
         help='Rules as JSON, e.g. \'{"age": {"breaks": [20, 40, 60]}}\', or a .json/.yaml file.',
     ),
     breaks: list[str] | None = typer.Option(
-        None, "--breaks", help="COLUMN=b1,b2,... numeric intervals [b_i, b_i+1) (repeatable)."
+        None, "--breaks", help="COLUMN=b1,b2,... numeric intervals [b_i, b_i+1), or (b_i, b_i+1] with --closed right (repeatable)."
     ),
     hierarchy: list[str] | None = typer.Option(
         None,
@@ -115,12 +126,18 @@ def recode(
     level: list[str] | None = typer.Option(
         None, "--level", help="COLUMN=L, the hierarchy level (default 1)."
     ),
+    closed: str = typer.Option(
+        "left", "--closed", help="Intervals of --breaks: left ([a, b), the default) or right ((a, b], sdcMicro's "
+        "globalRecode; a value outside the breaks becomes missing)."
+    ),
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Global recoding: numbers into intervals, categories by a mapping or a hierarchy level."""
+    if closed not in ("left", "right"):
+        raise typer.BadParameter(f"{closed!r}; use left or right", param_hint="--closed")
     from sdckit.anonymize import GlobalRecoder
 
     spec: dict[str, Any] = _read_rules(rules) if rules else {}
@@ -142,10 +159,10 @@ def recode(
         raise typer.BadParameter(f"--level for {sorted(levels)} without --hierarchy", param_hint="--level")
     if not spec:
         raise typer.BadParameter("give --rules, --breaks or --hierarchy", param_hint="--rules")
-    if out is not None:
-        check_output_path(out, inputs=[data])
+    if out is not None:  # the rules file and hierarchy files are inputs too
+        check_outputs([out], [data, rules, *(str(s.get("hierarchy")) for s in spec.values() if "hierarchy" in s)])
     frame = read_path(data)
-    model = GlobalRecoder(rules=spec).fit(frame)
+    model = GlobalRecoder(rules=spec, closed=closed).fit(frame)
     release = model.transform(frame)
     payload = {
         "source": data.name,
@@ -153,14 +170,14 @@ def recode(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: global recoding")
+    _finish(payload, release, out, as_json, f"{data.name}: global recoding", data=data, frame=frame)
 
 
 @handles_errors
 def suppress(
     data: Path = typer.Argument(..., help="A CSV, TSV, Parquet or JSON-lines file (.gz allowed)."),
     columns: str = typer.Option(..., "--columns", "-c", help="The key variables, e.g. age,sex,zip."),
-    k: int = typer.Option(3, "--k", "-k", help="Group size every record must reach."),
+    k: int = typer.Option(3, "--k", "-k", callback=k_option, help="Group size every record must reach (>= 2)."),
     importance: str | None = typer.Option(
         None, "--importance", help="Keys from most to least important (kept first), e.g. sex,age."
     ),
@@ -222,7 +239,7 @@ def suppress(
             stdout.print(
                 f"exposure allowance of the redaction (missing read as a value): {100 * model.redaction_allowance_:.4g}%"
             )
-    _finish(payload, release, out, as_json, "cells per key")
+    _finish(payload, release, out, as_json, "cells per key", data=data, frame=frame)
 
 
 @handles_errors
@@ -260,4 +277,4 @@ def pram(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: PRAM")
+    _finish(payload, release, out, as_json, f"{data.name}: PRAM", data=data, frame=frame)

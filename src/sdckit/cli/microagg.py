@@ -10,13 +10,16 @@ from rich.table import Table
 
 from sdckit.cli._common import (
     JSON_HELP,
+    check_command_outputs,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
     read_table,
     reads_data,
     stdout,
+    write_release,
 )
 
 if TYPE_CHECKING:
@@ -39,7 +42,7 @@ def microaggregate(
     columns: str | None = typer.Option(
         None, "--columns", "-c", help="Comma-separated numeric columns (default: all)."
     ),
-    k: int = typer.Option(3, "--k", "-k", min=2, help="Smallest group size (>= 2)."),
+    k: int = typer.Option(3, "--k", "-k", callback=k_option, help="Smallest group size (>= 2)."),
     method: str = typer.Option("mdav", "--method", help=f"Grouping method: {', '.join(_METHODS)}."),
     restore_moments: bool = typer.Option(
         False,
@@ -80,6 +83,7 @@ def microaggregate(
         raise typer.BadParameter(f"{missing!r}; use error or drop", param_hint="--missing")
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer, utility_table
 
+    check_command_outputs(files=[out], inputs=[data])  # before the work; never over the input file
     cols = parse_columns(columns)
     frame, n_dropped = read_table(data, read, drop_missing_in=(cols or []) if missing == "drop" else None)
     with progress("microaggregating", total=2 if utility != "none" else 1, quiet=as_json) as advance:
@@ -103,9 +107,7 @@ def microaggregate(
             else None
         )
     if out is not None:
-        from sdckit._io import write_table
-
-        write_table(release, out)
+        write_release(release, out, data=data, frame=frame, read=read)
     payload = {
         "source": data.name,
         "columns": names,

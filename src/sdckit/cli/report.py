@@ -12,6 +12,7 @@ from rich.table import Table
 from sdckit.cli._common import (
     JSON_HELP,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
@@ -45,7 +46,8 @@ def report(
     weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s) (never quasi-identifiers)."),
     identifiers: str | None = typer.Option(None, "--identifiers", help="Comma-separated identifier columns (never released)."),
     keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
-    k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
+    categorical: str | None = typer.Option(None, "--categorical", help="Comma-separated columns that are categories even when numbers (sex = 1/2): never averaged (labelled SPSS/Stata columns are categorical already)."),
+    k: int | None = typer.Option(None, "--k", callback=k_option, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
     simulate_protocol: int | None = typer.Option(
@@ -78,15 +80,18 @@ def report(
 
     if read is not None and read != ReadOptions():  # the options given override the file's read section
         overrides["read"] = {"separator": read.separator, "encoding": read.encoding, "decimal": read.decimal,
-                             "na_values": read.na_values}
+                             "na_values": read.na_values, "labels": read.labels}
     for key, text in (("quasi_identifiers", quasi_identifiers), ("numeric", numeric), ("sensitive", sensitive),
-                      ("weight", weight), ("identifiers", identifiers), ("keep", keep)):
+                      ("weight", weight), ("identifiers", identifiers), ("keep", keep), ("categorical", categorical)):
         if text is not None:
             overrides[key] = tuple(parse_columns(text) or ()) or None
     for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):
         if value is not None:
             overrides[key] = value
     cfg = cfg.replace(**overrides)
+    from sdckit.cli._common import check_command_outputs
+
+    check_command_outputs(reports=[output], inputs=[data, config, cfg.input if not cfg.uses_adult else None])
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance, report=False)
@@ -149,13 +154,14 @@ def run(
     safe with what would fix it, writes no data file, and exits 1, unless the pipeline sets
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
-    from sdckit.pipeline import load_config, run_pipeline, write_outputs
+    from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
+    check_pipeline_outputs(cfg, [pipeline])  # before any work: no output over an input, every output writable
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance)
-        written = write_outputs(result)
+        written = write_outputs(result, inputs=[pipeline])
     measure = result.release_measure
     payload = {
         "within_budget": result.within_budget,
@@ -167,6 +173,7 @@ def run(
         "columns": result.protected.columns,
         "not_released": result.not_released,
         "outputs": {k: str(v.resolve()) for k, v in written.items()},
+        "labels": result.labels.to_dict() if result.labels is not None and result.labels.file_format else None,
     }
     if as_json:
         print_json(payload)
@@ -182,7 +189,11 @@ def run(
     _print_roles(result)
     _print_verdict(result)
     for kind, path in written.items():
-        stdout.print(f"{kind}: [bold]{path.resolve()}[/]")
+        if kind != "set_aside":
+            stdout.print(f"{kind}: [bold]{path.resolve()}[/]")
+    if "set_aside" in written:
+        stderr.print(f"[yellow]The data file of an earlier run at {cfg.output_data} was renamed {written['set_aside'].name}[/] "
+                     "(it is not this release).", highlight=False)
     if result.refused:
         stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
         raise typer.Exit(1)

@@ -11,17 +11,19 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from sdckit._io import writing
 from sdckit.cli._common import (
     JSON_HELP,
+    check_command_outputs,
     check_plot_path,
     data_source,
     handles_errors,
+    k_option,
     parse_columns,
     print_json,
     progress,
     read_table,
     reads_data,
+    save_figure,
     stderr,
     stdout,
 )
@@ -88,7 +90,7 @@ def risk(
     columns: str = typer.Option(
         ..., "--columns", "-c", help="Comma-separated quasi-identifiers, e.g. age,sex,zip."
     ),
-    k: int | None = typer.Option(None, "--k", "-k", min=2, help="Group size, >= 2 (default 5 unless --t is given)."),
+    k: int | None = typer.Option(None, "--k", "-k", callback=k_option, help="Group size, >= 2 (default 5 unless --t is given)."),
     t: float | None = typer.Option(
         None, "--t", help="Share of rows instead of k: groups of <= t*n users count."
     ),
@@ -124,6 +126,7 @@ def risk(
     cols = parse_columns(columns)
     if plot is not None:  # checked before the work, not after
         check_plot_path(plot, inputs=[data])
+    check_command_outputs(files=[plot], reports=[report], inputs=[data])
     sens = parse_columns(sensitive) if sensitive is not None else None
     policy = cast("MissingPolicy", missing)
     with progress("reading", total=5, quiet=as_json) as step:
@@ -141,8 +144,7 @@ def risk(
         from sdckit.report._risk import exposure_figure
 
         fig = exposure_figure(summary)
-        with writing(plot):
-            fig.savefig(plot, bbox_inches="tight")
+        save_figure(fig, plot, bbox_inches="tight")
     if report is not None:
         from sdckit.report._risk import risk_review_section
 
@@ -307,17 +309,23 @@ def _parse_weights(value: str | None) -> dict[str, float] | None:
 
 
 def _guessed_quasi_identifiers(
-    data: Path, sensitive: str | None, weight: str | None, identifiers: str | None, read: Any = None
+    data: Path, sensitive: str | None, weight: str | None, identifiers: str | None, read: Any = None,
+    categorical: str | None = None,
 ) -> list[str]:
-    """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr."""
+    """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr.
+
+    A ``--categorical`` column, and a labelled column of an SPSS/Stata/SAS file, is judged as a category."""
     from sdckit._io import read_path
+    from sdckit._io._survey import read_labels
     from sdckit.pipeline._roles import guess_roles
 
+    labels = read_labels(data, labels=getattr(read, "labels", "labels"))
     roles = guess_roles(
         read_path(data, read),
         sensitive=parse_columns(sensitive) or (),
         weight=parse_columns(weight) or (),
         identifiers=parse_columns(identifiers) or (),
+        categorical=[*(parse_columns(categorical) or ()), *(labels.labelled if labels is not None else ())],
     )
     if not roles.quasi_identifiers:
         raise typer.BadParameter("no column looks like a quasi-identifier; name them with --columns", param_hint="--columns")
@@ -340,7 +348,10 @@ def plan(
     sensitive: str | None = typer.Option(None, "--sensitive", help="Sensitive columns: never candidates."),
     weight: str | None = typer.Option(None, "--weight", help="Survey weight column(s): never candidates."),
     identifiers: str | None = typer.Option(None, "--identifiers", help="Identifier columns: never candidates."),
-    k: int = typer.Option(5, "--k", "-k", min=2, help="Group size every user should reach (>= 2)."),
+    categorical: str | None = typer.Option(
+        None, "--categorical", help="Columns that are categories even when numbers (sex = 1/2), for the guess of candidates."
+    ),
+    k: int = typer.Option(5, "--k", "-k", callback=k_option, help="Group size every user should reach (>= 2)."),
     budget: float = typer.Option(
         0.05, "--budget", help="The largest share of users (0..1) allowed in groups smaller than k."
     ),
@@ -450,9 +461,10 @@ def plan(
         raise typer.BadParameter("--suppression and --out need DATA (the joint records)", param_hint="--suppression")
     if keep_all and not hier:
         raise typer.BadParameter("--keep-all needs --hierarchy (else the only level is raw)", param_hint="--keep-all")
+    check_command_outputs(files=[out], reports=[report], inputs=[data, from_marginals])
     cols = parse_columns(columns)
     if cols is None and data is not None:
-        cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read)
+        cols = _guessed_quasi_identifiers(data, sensitive, weight, identifiers, read, categorical)
     frame = None
     if from_marginals is not None:
         marg = _read_marginals(from_marginals)
@@ -476,10 +488,6 @@ def plan(
         cols = list(marg.columns)
     if lattice:
         hier = {c: h for c, h in hier.items() if c in (cols or marg.columns)}
-    if out is not None:
-        from sdckit._io import check_output_path
-
-        check_output_path(out, inputs=[data] if data else [])
     lattice_kw: dict[str, Any] = {}
 
     with progress("searching the recoding lattice", quiet=as_json or not lattice) as advance:
@@ -504,10 +512,17 @@ def plan(
             delta=0.05 if delta is None else delta,
             **lattice_kw,
         )
-    if out is not None:
+    if out is not None:  # the planned release: the planned columns only (no ID, weight or other column rides along)
+        import polars as pl
+
         from sdckit._io import write_table
 
-        write_table(result.apply(frame), out)
+        if frame is None:
+            assert data is not None
+            frame = read_table(data, read)[0]
+        released = result.apply(frame)
+        write_table(released.select([c for c in result.columns if c in released.columns]) if result.columns
+                    else pl.DataFrame(), out)
     if report is not None:
         from sdckit.report._risk import plan_section
 
@@ -557,8 +572,8 @@ def plan(
                 else ""
             )
         )
-        if out is not None:
-            stdout.print(f"release written to {out}")
+    if out is not None:
+        stdout.print(f"release written to {out}: the {len(result.columns)} planned column(s) only")
     if result.excluded:
         tbl = Table("excluded column", "why")
         for c, why in result.excluded.items():

@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from sdckit._io import check_output_path, write_table, writing
+from sdckit._io import check_output_path, write_table
 from sdckit.cli._common import (
     JSON_HELP,
     check_plot_path,
@@ -21,6 +21,7 @@ from sdckit.cli._common import (
     progress,
     read_table,
     reads_data,
+    save_figure,
     stdout,
 )
 from sdckit.errors import MissingValuesError
@@ -160,8 +161,7 @@ def _write_curve_plot(m: Any, p: int, path: Path) -> None:
         dst.grid(alpha=0.3)
         dst.legend()
         plt.close(src)
-    with writing(path):
-        fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 

@@ -18,6 +18,7 @@ from sdckit.pipeline._config import (
     load_config,
     parse_config,
 )
+from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs
 from sdckit.pipeline._roles import Flag, Roles, guess_roles
 from sdckit.pipeline._run import (
     PipelineResult,
@@ -41,11 +42,14 @@ __all__ = [
     "Step",
     "StepLog",
     "SuppressStep",
+    "check_pipeline_outputs",
     "guess_columns",
     "guess_roles",
     "load_config",
     "merge_small_strata",
     "parse_config",
+    "pipeline_inputs",
+    "pipeline_outputs",
     "run_pipeline",
     "write_outputs",
 ]

@@ -221,6 +221,9 @@ class ReadSection(_Strict):
     na_values: tuple[Text, ...] = DEFAULT_NA_VALUES
     """The strings that mean missing (after surrounding blanks are stripped); they replace the default
     empty, ``NA`` and ``NaN``, so list those too if the file also uses them."""
+    labels: Literal["labels", "codes"] = "labels"
+    """SPSS, Stata and SAS files: a labelled variable holds its value labels (``labels``; an unlabelled
+    code stays a value) or its codes (``codes``); the labels travel with the data either way."""
 
     @model_validator(mode="before")
     @classmethod
@@ -302,11 +305,14 @@ class ReadSection(_Strict):
     def read_kwargs(self) -> dict[str, Any]:
         """The keywords of :func:`sdckit._io.read_data`."""
         return {"separator": self.separator, "encoding": self.encoding, "decimal": self.decimal,
-                "na_values": self.na_values}
+                "na_values": self.na_values, "labels": self.labels}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data, for the report sidecar."""
-        return {**self.read_kwargs(), "na_values": list(self.na_values)}
+        out = {**self.read_kwargs(), "na_values": list(self.na_values)}
+        if self.labels == "labels":  # the default, and the only reading of files without labels
+            del out["labels"]
+        return out
 
 
 class Output(_Strict):
@@ -344,7 +350,11 @@ class PipelineConfig(_Strict):
     """Never released."""
     keep: Columns | None = None
     """Released as they are (not quasi-identifiers)."""
-    k: Annotated[int, Field(strict=True, ge=1)] = 5
+    categorical: Columns | None = None
+    """Columns whose values are categories even when they are numbers (``sex`` coded 1/2): never
+    microaggregated or advised to be, left out of interval disclosure. Labelled columns of an SPSS,
+    Stata or SAS file are categorical without being listed."""
+    k: Annotated[int, Field(strict=True, ge=2)] = 5
     """Group size of k-anonymity for the risk figures, the plan and the release check."""
     budget: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 0.05
     """The largest share of users allowed in groups smaller than k (0..1), for the plan and the release."""
@@ -377,10 +387,13 @@ class PipelineConfig(_Strict):
     """Where to write the HTML report (the JSON sidecar goes beside it); None writes none."""
     source: str = "<dict>"
     """Where the config came from (for messages)."""
+    config_file: str | None = None
+    """The pipeline file's path (an input: never written over)."""
 
-    internal: ClassVar[tuple[str, ...]] = ("source", "output_data", "output_report")
+    internal: ClassVar[tuple[str, ...]] = ("source", "output_data", "output_report", "config_file")
 
-    @field_validator("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", mode="before")
+    @field_validator("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical",
+                     mode="before")
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
@@ -399,6 +412,15 @@ class PipelineConfig(_Strict):
                     f"{item!r} is not an experiment.{_near(str(item), EXPERIMENTS)}"
                 )
         return tuple(dict.fromkeys(items))
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_at_least_two(cls, v: Any) -> Any:
+        if isinstance(v, int) and not isinstance(v, bool) and v < 2:
+            from sdckit.risk._checks import k_message
+
+            raise ValueError(k_message(v).replace("k=", "", 1))
+        return v
 
     @field_validator("read", mode="before")
     @classmethod
@@ -442,6 +464,11 @@ class PipelineConfig(_Strict):
                     )
                 seen[c] = role
         for c in self.numeric or ():
+            if c in (self.categorical or ()):
+                raise ValueError(
+                    f"column {c!r} is under numeric (to mask as a number) and categorical; a category is not averaged. "
+                    "Give it one of the two."
+                )
             if seen.get(c) in ("identifiers", "keep", "weight"):
                 raise ValueError(
                     f"column {c!r} is under numeric (to mask) and {seen[c]}; a masked column is not "
@@ -482,6 +509,7 @@ class PipelineConfig(_Strict):
             "weight": list(self.weight or ()),
             "identifiers": list(self.identifiers or ()),
             "keep": list(self.keep or ()),
+            "categorical": list(self.categorical or ()),
             "k": self.k,
             "budget": self.budget,
             "bound_method": self.bound_method,
@@ -648,4 +676,4 @@ def load_config(path: str | Path) -> PipelineConfig:
     except (yaml.YAMLError, json.JSONDecodeError) as err:
         first = str(err).strip().splitlines()[0]
         raise ConfigError(f"{p.name} is not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {first}") from None
-    return parse_config(raw, base=p.parent, source=p.name)
+    return parse_config(raw, base=p.parent, source=p.name).replace(config_file=str(p))

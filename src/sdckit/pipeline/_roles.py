@@ -48,6 +48,8 @@ class Roles:
     weight: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    """Columns whose values are categories even when numbers (declared, or labelled in the input file)."""
     guessed: bool = False
     """True when the quasi-identifiers were guessed from the data."""
     flags: tuple[Flag, ...] = field(default_factory=tuple)
@@ -71,6 +73,7 @@ class Roles:
             "weight": list(self.weight),
             "identifiers": list(self.identifiers),
             "keep": list(self.keep),
+            "categorical": list(self.categorical),
             "guessed": self.guessed,
             "flags": [f.to_dict() for f in self.flags],
         }
@@ -83,8 +86,12 @@ def guess_roles(
     sensitive: Sequence[str] = (),
     weight: Sequence[str] = (),
     identifiers: Sequence[str] = (),
+    categorical: Sequence[str] = (),
 ) -> Roles:
     """Guess quasi-identifiers (and numeric columns to mask) for data with no roles; flag every doubt.
+
+    A ``categorical`` column (``sex`` coded 1/2, a labelled SPSS variable) is never a numeric column
+    to mask, whatever its type: a quasi-identifier candidate like a text column.
 
     Quasi-identifiers: text, boolean and integer columns, except near-unique ones (more than 10
     distinct values and at least half the rows distinct) and columns that look like a survey weight (name), an identifier (name, or a different
@@ -99,9 +106,12 @@ def guess_roles(
     numeric: list[str] = []
     flags: list[Flag] = []
     guessed_weight, guessed_ids, guessed_sensitive = list(weight), list(identifiers), list(sensitive)
+    cats = set(categorical)
     for name, dtype in frame.schema.items():
         if name in declared:
             continue
+        if name in cats:
+            dtype = pl.String()  # a category: judged as text, never averaged
         n_distinct = frame[name].n_unique()
         low = name.lower()
         if _WEIGHT_NAME.search(low):
@@ -150,6 +160,7 @@ def guess_roles(
         sensitive=tuple(guessed_sensitive),
         weight=tuple(guessed_weight),
         identifiers=tuple(guessed_ids),
+        categorical=tuple(c for c in frame.columns if c in cats),
         guessed=True,
         flags=tuple(flags),
     )

@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from sdckit._io import check_numeric, read_back_options, read_data, write_table
+from sdckit._io import ReadOptions, check_numeric, read_back_options, read_data, write_table
+from sdckit._io._survey import SurveyLabels, read_labels
 from sdckit.errors import ConfigError, NonNumericColumnError, SdcError, UnreadableInputError
 from sdckit.microagg._relations import (
     LinearRelation,
@@ -102,6 +103,9 @@ class PipelineResult:
     numeric_guessed: bool = False
     """True when the numeric columns were guessed (no ``numeric`` given): the experiments then run on
     at most ``EXPERIMENT_MAX_COLUMNS`` of them."""
+    labels: Any = None
+    """The input's value and variable labels and declared missing values (a
+    :class:`~sdckit._io.SurveyLabels`, from an SPSS, Stata or SAS file), written with a ``.sav``/``.dta`` release."""
 
     @property
     def within_budget(self) -> bool:
@@ -135,8 +139,28 @@ def _load(config: PipelineConfig) -> tuple[pl.DataFrame, str, int]:
     return native, Path(config.input).name, int(data.n_dropped or 0)
 
 
+def _survey_labels(config: PipelineConfig) -> SurveyLabels | None:
+    """The input's labels and declared missing values (an SPSS, Stata or SAS file), else None."""
+    if config.uses_adult or config.input is None:
+        return None
+    enc = config.read.encoding
+    return read_labels(config.input, labels=config.read.labels, encoding=None if ReadOptions(encoding=enc).is_utf8 else enc)
+
+
+def _suppressed_cells(before: pl.DataFrame, after: pl.DataFrame) -> dict[str, NDArray[np.bool_]]:
+    """Per released column, the cells a step set to missing (missing after, not before): a written
+    ``.sav``/``.dta`` declares them as the suppression code, not as an answer's missing value."""
+    if before.height != after.height:
+        return {}
+    return {
+        c: after[c].is_null().to_numpy() & ~before[c].is_null().to_numpy()
+        for c in after.columns
+        if c in before.columns
+    }
+
+
 _READ_APPLIES = {"csv": ("separator", "encoding", "decimal", "na_values"), "tsv": ("separator", "encoding", "decimal",
-                 "na_values"), "excel": ("na_values",), "stat": ("encoding",)}
+                 "na_values"), "excel": ("na_values",), "stat": ("encoding", "labels")}
 """The ``read`` options each input format uses (text files all; spreadsheets the missing markers; SPSS,
 Stata and SAS files the encoding); Parquet, JSON lines and R files none."""
 
@@ -153,6 +177,11 @@ def _check_read_applies(config: PipelineConfig) -> None:
         return
     fmt = _format_of(Path(config.input))
     ignored = [key for key in given if key not in _READ_APPLIES.get(fmt, ())]
+    if "labels" in ignored:
+        raise ConfigError(
+            f"{config.source}: read.labels: {Path(config.input).name!r} has no value labels (read.labels applies to "
+            "SPSS, Stata and SAS files); leave read.labels out, or list coded columns under categorical."
+        )
     if ignored:
         uses = _READ_APPLIES.get(fmt, ())
         what = f"only {', '.join(f'read.{u}' for u in uses)} applies to it" if uses else "no reading option applies to it"
@@ -200,11 +229,37 @@ def _step_columns(step: Step) -> tuple[str, ...]:
     return ()
 
 
-def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[PipelineConfig, Roles]:
+def _categorical(config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabels | None) -> tuple[str, ...]:
+    """The declared categorical columns, and the labelled columns of the input file not declared numeric."""
+    declared = set(config.categorical or ())
+    numeric = set(config.numeric or ())
+    labelled = {c for c in (labels.labelled if labels is not None else ()) if c not in numeric}
+    return tuple(c for c in frame.columns if c in declared | labelled)
+
+
+def _declared_missing_in(frame: pl.DataFrame, column: str, labels: SurveyLabels | None) -> tuple[float, int] | None:
+    """The first SPSS declared missing code (or range) found in a numeric column, and how often."""
+    if labels is None or column not in frame.columns or not frame.schema[column].is_numeric():
+        return None
+    values = frame[column].cast(pl.Float64)
+    for spec in labels.missing_ranges.get(column, ()):
+        lo, hi = (spec["lo"], spec["hi"]) if isinstance(spec, dict) else (spec, spec)
+        if not isinstance(lo, (int, float)):
+            continue
+        hit = values.filter((values >= lo) & (values <= hi))
+        if hit.len():
+            return float(hit[0]), int(hit.len())
+    return None
+
+
+def _resolve_roles(
+    config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabels | None = None
+) -> tuple[PipelineConfig, Roles]:
     """Fill in the roles (Adult defaults, or guesses flagged with their fix) and check every column exists."""
     src = config.source
-    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep"):
+    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical"):
         _check_columns(frame, getattr(config, key) or (), key, src)
+    categorical = _categorical(config, frame, labels)
     for i, step in enumerate(config.steps):
         _check_columns(frame, _step_columns(step), f"steps[{i}].{step.kind}.columns", src)
         if isinstance(step, MicroaggregateStep) and step.strata not in (None, "quasi_identifiers"):
@@ -239,6 +294,7 @@ def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[Pipelin
             sensitive=config.sensitive or (),
             weight=config.weight or (),
             identifiers=config.identifiers or (),
+            categorical=categorical,
         )
         if not guess.quasi_identifiers:
             how = (
@@ -252,7 +308,28 @@ def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[Pipelin
             numeric=tuple(config.numeric) if config.numeric else (guess.numeric if not config.declares_roles else ()),
             keep=tuple(config.keep or ()),
         )
+    roles = replace(roles, categorical=categorical)
     roles = replace(roles, flags=(*roles.flags, *flag_declared(frame, roles)))
+    for i, step in enumerate(config.steps):
+        if isinstance(step, (MicroaggregateStep, NoiseStep)):
+            cat = next((c for c in (step.columns or roles.numeric) if c in categorical), None)
+            if cat is not None:
+                why = "is listed under categorical" if cat in (config.categorical or ()) else "has value labels in the input file"
+                raise ConfigError(
+                    f"{src}: steps[{i}].{step.kind}.columns: {cat!r} {why}: its values are categories, not amounts to "
+                    f"{'average' if step.kind == 'microaggregate' else 'perturb'}. Leave it out of the step (recode or "
+                    "pram it instead), or, if it is a number, list it under numeric."
+                )
+            for c in step.columns or roles.numeric:
+                found = _declared_missing_in(frame, c, labels)
+                if found is not None:
+                    code, n = found
+                    raise ConfigError(
+                        f"{src}: steps[{i}].{step.kind}.columns: {c!r} holds the declared missing code {code:g} in {n:,} "
+                        f"row(s) of the input file: a code, not an amount, that {step.kind} would mix into the masked "
+                        "values. Leave the column out of the step, or make the code system-missing before sdckit "
+                        f"(SPSS: RECODE {c} ({code:g}=SYSMIS))."
+                    )
     for i, step in enumerate(config.steps):
         if isinstance(step, (MicroaggregateStep, NoiseStep)) and not (step.columns or roles.numeric):
             raise ConfigError(
@@ -265,6 +342,7 @@ def _resolve_roles(config: PipelineConfig, frame: pl.DataFrame) -> tuple[Pipelin
         weight=roles.weight or None,
         identifiers=roles.identifiers or None,
         keep=roles.keep or None,
+        categorical=roles.categorical or None,
     )
     return config, roles
 
@@ -493,10 +571,10 @@ def _changes(raw: Any) -> dict[str, dict[str, int]]:
 def _change_text(column: str, counts: dict[str, int]) -> str:
     """``age 32,561 (64 values merged)``: a column's cells changed, and what else its estimator counted."""
     extra = []
-    for key in ("values_merged", "cells_redacted"):
+    for key in ("values_merged", "cells_redacted", "outside_breaks"):
         n = counts.get(key, 0)
         if n:
-            what = key.replace("_", " ")
+            what = key.replace("_", " ") if key != "outside_breaks" else "outside the breaks, now missing"
             extra.append(f"{n:,} {what if n != 1 else what.replace('values', 'value').replace('cells', 'cell')}")
     return f"{column} {counts['cells_changed']:,}" + (f" ({', '.join(extra)})" if extra else "")
 
@@ -555,7 +633,8 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     tick(description="Reading the input")
     frame, source_name, n_dropped = _load(config)
     numeric_guessed = not config.numeric and not config.uses_adult
-    config, roles = _resolve_roles(config, frame)
+    survey_labels = _survey_labels(config)
+    config, roles = _resolve_roles(config, frame, survey_labels)
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
         config = config.replace(name=f"Release report: {short}")
@@ -597,18 +676,23 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     input_measure = measure_release(
         frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
         sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
+        categorical=roles.categorical,
     )
-    masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric()]
+    categorical = set(roles.categorical)
+    masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric() and c not in categorical]
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
-        missing_semantics=config.missing_semantics, weights=weight,
+        missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical,
+    )
+    labels = (survey_labels or SurveyLabels()).select(protected.columns).with_suppressed(
+        _suppressed_cells(frame, protected)
     )
     result = PipelineResult(
         config=config, protected=protected, plan=plan, steps=tuple(logs), report=Report(config.name), roles=roles,
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
-        numeric_guessed=numeric_guessed,
+        numeric_guessed=numeric_guessed, labels=labels,
     )
     if report:
         from sdckit.report._main import build_report
@@ -621,13 +705,14 @@ def _measure_written(path: Path, config: PipelineConfig, original: pl.DataFrame 
     """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
     wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
     written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
-    reread = read_data(str(path), **read_back_options(path)).frame.to_native()
+    reread = read_data(str(path), **read_back_options(path), labels=config.read.labels).frame.to_native()
     if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
         reread = pl.DataFrame(reread)
     return measure_release(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
         sensitive=config.sensitive or (), missing_semantics=config.missing_semantics,
         weights=config.weight[0] if config.weight else None, original=original,
+        categorical=config.categorical or (),
     )
 
 
@@ -642,34 +727,48 @@ def _same(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def write_outputs(result: PipelineResult) -> dict[str, Path]:
+def write_outputs(result: PipelineResult, *, inputs: Sequence[str | Path] = ()) -> dict[str, Path]:
     """Write the protected data (unless refused over budget) and the report; return what was written.
 
-    The data file is re-read and measured again: the figures in the report are those of the file
-    as written. An over-budget release (without ``allow_over_budget``) writes no data file, only
-    the report, marked not safe, with what would fix it.
+    Every output is checked first (never an input: the data, the pipeline file, a file a step
+    reads, or ``inputs``; always writable), then written to temporary files renamed into place
+    only when everything succeeded (:func:`sdckit._io.staged_outputs`). The data file is re-read
+    and measured again before that: the figures in the report are those of the file as written.
+    An over-budget release (without ``allow_over_budget``) writes no data file, only the report,
+    marked not safe, with what would fix it; a data file of an earlier run at the output path is
+    renamed ``<name>.stale`` (returned as ``"set_aside"``) so it cannot pass for this release.
     """
+    from sdckit._io import set_aside, staged_outputs
+    from sdckit.pipeline._outputs import check_pipeline_outputs
+
     written: dict[str, Path] = {}
     cfg = result.config
-    if cfg.output_data and not result.refused:
-        path = write_table(result.protected, cfg.output_data)
-        written["data"] = path
-        again = _measure_written(path, cfg, result.input_frame)
-        measured = result.release_measure
-        if measured is not None:
-            before, after = _stated_figures(measured), _stated_figures(again)
-            differ = next((key for key in before if _same(before[key]) != _same(after[key])), None)
-            if differ is not None:
-                path.unlink()
-                raise ConfigError(
-                    f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
-                    f"({differ} {after[differ]!r} against {before[differ]!r}); it was removed. "
-                    "Write Parquet, which keeps every value exactly."
-                )
-        if "release_check" in {s.id for s in result.report.sections}:
-            section = next(s for s in result.report.sections if s.id == "release_check")
-            section.data["verified_on_written_file"] = str(path)
-    if cfg.output_report:
-        html, sidecar = result.report.write(cfg.output_report)
-        written["report"], written["sidecar"] = html, sidecar
+    check_pipeline_outputs(cfg, [cfg.config_file, *inputs])
+    with staged_outputs() as stage:
+        if cfg.output_data and not result.refused:
+            path = Path(cfg.output_data)
+            temp = stage.path(path)
+            write_table(result.protected, temp, atomic=False, labels=result.labels)
+            written["data"] = path
+            again = _measure_written(temp, cfg, result.input_frame)
+            measured = result.release_measure
+            if measured is not None:
+                before, after = _stated_figures(measured), _stated_figures(again)
+                differ = next((key for key in before if _same(before[key]) != _same(after[key])), None)
+                if differ is not None:
+                    raise ConfigError(
+                        f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
+                        f"({differ} {after[differ]!r} against {before[differ]!r}); it was not written. "
+                        "Write Parquet, which keeps every value exactly."
+                    )
+            if "release_check" in {s.id for s in result.report.sections}:
+                section = next(s for s in result.report.sections if s.id == "release_check")
+                section.data["verified_on_written_file"] = str(path)
+        if cfg.output_report:
+            html, sidecar = result.report.write(cfg.output_report, stage=stage)
+            written["report"], written["sidecar"] = html, sidecar
+    if cfg.output_data and result.refused:
+        moved = set_aside(cfg.output_data)
+        if moved is not None:
+            written["set_aside"] = moved
     return written

@@ -234,12 +234,27 @@ class Report:
             sections=self.sections,
         )
 
-    def write(self, path: str | Path) -> tuple[Path, Path]:
-        """Write the page to ``path`` and the sidecar beside it (same name, ``.json``)."""
-        out = Path(path)
-        if out.parent and not out.parent.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(self.render(), encoding="utf-8")
-        sidecar = out.with_suffix(".json")
-        sidecar.write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
+    def write(self, path: str | Path, *, stage: Any = None) -> tuple[Path, Path]:
+        """Write the page to ``path`` and the sidecar beside it (same name, ``.json``), both or neither.
+
+        With ``stage`` (a :class:`sdckit._io.Staging` of a larger run) the two files are renamed
+        into place when that run commits; without, when both are written.
+        """
+        from sdckit._io._outputs import staged_outputs
+
+        out, sidecar = self.outputs(path)
+        page, figures = self.render(), json.dumps(self.to_dict(), indent=2)
+        if stage is not None:
+            stage.path(out).write_text(page, encoding="utf-8")
+            stage.path(sidecar).write_text(figures, encoding="utf-8")
+            return out, sidecar
+        with staged_outputs() as own:  # renamed into place once both are written
+            own.path(out).write_text(page, encoding="utf-8")
+            own.path(sidecar).write_text(figures, encoding="utf-8")
         return out, sidecar
+
+    @staticmethod
+    def outputs(path: str | Path) -> tuple[Path, Path]:
+        """The two files :meth:`write` writes for ``path``: the page and its JSON sidecar."""
+        out = Path(path)
+        return out, out.with_suffix(".json")

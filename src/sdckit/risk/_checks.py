@@ -88,6 +88,21 @@ def check_k(k: ArrayLike) -> NDArray[np.int64]:
     return out
 
 
+def k_message(k: object, name: str = "k") -> str:
+    """The one message for a k-anonymity group size below 2, in every command and the pipeline."""
+    return (
+        f"{name}={k!r}: k-anonymity needs a group size k >= 2 (k = 1 asks nothing: every record is a group of its "
+        "own). Use e.g. k=3 or k=5."
+    )
+
+
+def check_group_size(k: object, name: str = "k") -> int:
+    """``k`` as a k-anonymity target: a whole number >= 2, else :class:`ParameterError` (:func:`k_message`)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < 2:
+        raise ParameterError(k_message(k, name))
+    return int(k)
+
+
 def check_t(t: ArrayLike) -> NDArray[np.float64]:
     """Shares t in [0, 1] as float64 (any shape); raise naming the bad value."""
     try:

@@ -166,7 +166,8 @@ def _interval_disclosure(
         return None
     x = original.select(cols).cast(pl.Float64).to_numpy()
     xm = release.select(cols).cast(pl.Float64).to_numpy()
-    ok = ~(np.isnan(x).any(axis=1) | np.isnan(xm).any(axis=1))
+    # every record with its original values (a cell suppressed in the release is not near its original)
+    ok = ~np.isnan(x).any(axis=1)
     x, xm = x[ok], xm[ok]
     if x.shape[0] < 2:
         return None
@@ -196,14 +197,15 @@ def _l_diversity(release: pl.DataFrame, qis: Sequence[str], sensitive: Sequence[
 
 
 def _fixes(
-    release: pl.DataFrame, qis: Sequence[str], k: int, budget: float, masked: Sequence[str], without: dict[str, float]
+    release: pl.DataFrame, qis: Sequence[str], k: int, budget: float, masked: Sequence[str], without: dict[str, float],
+    categorical: Sequence[str] = (),
 ) -> tuple[str, ...]:
     out: list[str] = []
     best = sorted(without.items(), key=lambda kv: kv[1])
     for c, e in best[:3]:
         verdict = "within budget" if e <= budget + 1e-12 else "still over budget"
         out.append(f"withhold {c} (or coarsen it): exposure at k = {k} falls to {100 * e:.3g} % ({verdict})")
-    numeric_raw = [c for c in qis if release.schema[c].is_numeric() and c not in set(masked)]
+    numeric_raw = [c for c in qis if release.schema[c].is_numeric() and c not in set(masked) and c not in set(categorical)]
     if numeric_raw:
         out.append(
             f"mask the numeric quasi-identifier(s) {', '.join(numeric_raw)}: microaggregate them within strata "
@@ -336,6 +338,7 @@ def measure_release(
     masked: Sequence[str] = (),
     missing_semantics: str = "wildcard",
     weights: str | None = None,
+    categorical: Sequence[str] = (),
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -358,6 +361,8 @@ def measure_release(
     weights : the sampling-weight column, for the individual and global risk (taken from the
         release, or from ``original`` when the release withholds it; None: the release is the
         population, r = 1 / f_k).
+    categorical : columns whose values are categories even when numbers (``sex`` = 1/2): never
+        advised to be microaggregated, never in interval disclosure.
 
     Notes
     -----
@@ -418,9 +423,13 @@ def measure_release(
         ),
         l_diversity=l_div,
         l_diversity_note=l_note,
-        interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
+        interval_disclosure=(
+            _interval_disclosure(original, release, [c for c in masked if c not in set(categorical)])
+            if original is not None
+            else None
+        ),
         exposure_without=without,
-        fixes=() if exposure <= budget + 1e-12 else _fixes(release, qis, k, budget, masked, without),
+        fixes=() if exposure <= budget + 1e-12 else _fixes(release, qis, k, budget, masked, without, categorical),
         weights=weights,
         individual_risk=_individual(release, qis, weights, original, missing_semantics),
         information_loss=_information_loss(original, release, qis, masked) if original is not None else None,

@@ -1,0 +1,386 @@
+"""SPSS, Stata and SAS files in and out, with their labels and declared missing values (pyreadstat).
+
+Reading (:func:`read_stat`) works whatever the labelling: a variable with labels for only some of
+its codes reads, its unlabelled codes staying values. ``labels="labels"`` (the default) shows a
+labelled variable's labels as its values (a category column; an unlabelled code becomes its own
+text, ``"4"``); ``labels="codes"`` keeps the codes. Either way the labels travel with the data as
+a :class:`SurveyLabels` (:func:`read_labels`): the variable labels, the value labels, SPSS's
+declared (user-)missing codes and Stata's/SAS's extended missing values.
+
+Declared missing values are never confused with suppression: an SPSS user-missing code (``-9``
+"refused") is kept as its code, a value like any other; a Stata or SAS extended missing value
+(``.a`` ... ``.z``) is kept as its text, ``".a"`` (so a numeric column holding one reads as text:
+it cannot be masked as a number until the code is recoded). Only the system-missing value (and
+an empty Stata string) is missing (null).
+
+Writing (:func:`write_survey`, through :func:`sdckit._io.write_table` for ``.sav`` and ``.dta``)
+puts the labels back and writes each suppressed cell as a declared missing value labelled
+:data:`SUPPRESSED_LABEL`: an SPSS user-missing code (``-99999`` for numbers, ``*`` for text; the
+next free one if taken), a Stata extended missing value (``.s``, or the next free letter; an empty
+text for a string). Reading such a file with sdckit gives the suppressed cells back as missing.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from sdckit.errors import OutputError, ParameterError, SdcWarning
+
+__all__ = ["SUPPRESSED_LABEL", "LabelsMode", "SurveyLabels", "read_labels", "read_stat", "write_survey"]
+
+LabelsMode = Literal["labels", "codes"]
+LABEL_MODES = ("labels", "codes")
+
+SUPPRESSED_LABEL = "suppressed (disclosure control)"
+"""The value label of the declared missing value that stands for a suppressed cell in a written file."""
+
+_NUMBER_CODES = (-99999.0, -999999.0, -9999999.0, -99999999.0)
+_TEXT_CODES = ("*", "**", "***", "*SDC*")
+_LETTERS = "stuvwxyzabcdefghijklmnopqr"
+_WITH_USER_MISSING = (".sav", ".zsav", ".dta", ".sas7bdat")
+_LABELLED = (".sav", ".zsav", ".por", ".dta")
+
+
+def check_labels_mode(labels: str) -> str:
+    if labels not in LABEL_MODES:
+        raise ParameterError(
+            f"labels={labels!r}: use 'labels' (a labelled variable shows its value labels) or 'codes' (its codes)."
+        )
+    return labels
+
+
+@dataclass(frozen=True)
+class SurveyLabels:
+    """The labels and declared missing values of an SPSS, Stata or SAS file, kept beside the data.
+
+    Attributes
+    ----------
+    file_format : the ending of the file read (``.sav``, ``.dta``, ...); ``""`` for data from elsewhere.
+    mode : ``"labels"`` (labelled variables hold their labels) or ``"codes"`` (their codes).
+    variable_labels : column -> its label.
+    value_labels : column -> {code: label}; a code is a number, a text, or a Stata letter (``"a"``).
+    missing_ranges : column -> SPSS's declared missing values: codes, or ``{"lo": a, "hi": b}`` ranges.
+    extended_missing : column -> Stata's/SAS's extended missing letters used in it (``"a"`` for ``.a``).
+    suppressed : column -> the rows whose cell a masking step set to missing (written as the
+        declared missing value labelled :data:`SUPPRESSED_LABEL`); filled by the pipeline.
+    """
+
+    file_format: str = ""
+    mode: str = "labels"
+    variable_labels: Mapping[str, str] = field(default_factory=dict)
+    value_labels: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
+    missing_ranges: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    extended_missing: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    suppressed: Mapping[str, NDArray[np.bool_]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def labelled(self) -> tuple[str, ...]:
+        """Columns with value labels (categorical by default)."""
+        return tuple(c for c, v in self.value_labels.items() if v)
+
+    def select(self, columns: Iterable[str]) -> SurveyLabels:
+        """The labels of ``columns`` only."""
+        keep = set(columns)
+        return replace(
+            self,
+            variable_labels={c: v for c, v in self.variable_labels.items() if c in keep},
+            value_labels={c: v for c, v in self.value_labels.items() if c in keep},
+            missing_ranges={c: v for c, v in self.missing_ranges.items() if c in keep},
+            extended_missing={c: v for c, v in self.extended_missing.items() if c in keep},
+            suppressed={c: v for c, v in self.suppressed.items() if c in keep},
+        )
+
+    def with_suppressed(self, masks: Mapping[str, NDArray[np.bool_]]) -> SurveyLabels:
+        """A copy that knows which cells were suppressed (column -> boolean mask over the rows)."""
+        return replace(self, suppressed={c: np.asarray(m, dtype=bool) for c, m in masks.items() if np.any(m)})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for the report sidecar."""
+        return {
+            "file_format": self.file_format,
+            "mode": self.mode,
+            "variable_labels": dict(self.variable_labels),
+            "value_labels": {c: {_key_text(k): v for k, v in m.items()} for c, m in self.value_labels.items()},
+            "missing_ranges": {c: list(v) for c, v in self.missing_ranges.items()},
+            "extended_missing": {c: [f".{x}" for x in v] for c, v in self.extended_missing.items()},
+            "suppressed_cells": {c: int(m.sum()) for c, m in self.suppressed.items()},
+        }
+
+
+def _key_text(key: Any) -> str:
+    return code_text(key) if isinstance(key, float) else str(key)
+
+
+def code_text(value: Any) -> str:
+    """A code as text at full precision: ``4.0`` -> ``"4"``, ``2.5`` -> ``"2.5"``."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _reader(pyreadstat: Any, ending: str) -> Any:
+    return {
+        ".sav": pyreadstat.read_sav,
+        ".zsav": pyreadstat.read_sav,
+        ".por": pyreadstat.read_por,
+        ".dta": pyreadstat.read_dta,
+        ".sas7bdat": pyreadstat.read_sas7bdat,
+        ".xpt": pyreadstat.read_xport,
+    }[ending]
+
+
+def _read(path: Path, ending: str, encoding: str | None, *, metadataonly: bool = False) -> tuple[Any, Any]:
+    from sdckit._io._formats import _require
+
+    pyreadstat = _require("pyreadstat", ending)
+    kwargs: dict[str, Any] = {"output_format": "pandas", "metadataonly": metadataonly}
+    if ending in _WITH_USER_MISSING:
+        kwargs["user_missing"] = True  # declared missing codes stay their code, never a blank
+    if encoding is not None and ending != ".por":
+        kwargs["encoding"] = encoding
+    with warnings.catch_warnings():  # the library's own warnings are not the user's business
+        warnings.simplefilter("ignore")
+        return _reader(pyreadstat, ending)(str(path), **kwargs)
+
+
+def _is_suppression(code: Any, labels: Mapping[Any, str]) -> bool:
+    return labels.get(code) == SUPPRESSED_LABEL
+
+
+def _labels_of(meta: Any, ending: str, mode: str) -> SurveyLabels:
+    value_labels: dict[str, dict[Any, str]] = {}
+    for col, mapping in (getattr(meta, "variable_value_labels", None) or {}).items():
+        kept = {k: v for k, v in mapping.items() if v != SUPPRESSED_LABEL}
+        if kept:
+            value_labels[col] = kept
+    ranges: dict[str, tuple[Any, ...]] = {}
+    for col, spec in (getattr(meta, "missing_ranges", None) or {}).items():
+        labels = (getattr(meta, "variable_value_labels", None) or {}).get(col, {})
+        items = tuple(
+            r["lo"] if r["lo"] == r["hi"] else {"lo": r["lo"], "hi": r["hi"]}
+            for r in spec
+            if not (r["lo"] == r["hi"] and _is_suppression(r["lo"], labels))
+        )
+        if items:
+            ranges[col] = items
+    extended: dict[str, tuple[str, ...]] = {}
+    for col, letters in (getattr(meta, "missing_user_values", None) or {}).items():
+        labels = (getattr(meta, "variable_value_labels", None) or {}).get(col, {})
+        kept_letters = tuple(str(x) for x in letters if not _is_suppression(x, labels))
+        if kept_letters:
+            extended[col] = kept_letters
+    names = getattr(meta, "column_names", None) or []
+    var_labels = {c: lab for c, lab in (getattr(meta, "column_names_to_labels", None) or {}).items() if lab and c in names}
+    return SurveyLabels(ending, mode, var_labels, value_labels, ranges, extended)
+
+
+def read_labels(path: str | Path, *, labels: str = "labels", encoding: str | None = None) -> SurveyLabels | None:
+    """The labels and declared missing values of an SPSS, Stata or SAS file (None for other files)."""
+    p = Path(path)
+    ending = p.suffix.lower()
+    if ending not in (".sav", ".zsav", ".por", ".dta", ".sas7bdat", ".xpt"):
+        return None
+    # Stata's and SAS's extended missing letters are listed only after the data is read
+    _, meta = _read(p, ending, encoding, metadataonly=ending in (".sav", ".zsav", ".por", ".xpt"))
+    return _labels_of(meta, ending, check_labels_mode(labels))
+
+
+def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str = "labels") -> pl.DataFrame:
+    """An SPSS, Stata or SAS file as a polars frame, whatever its labelling (see the module's text).
+
+    With ``labels="labels"`` a labelled variable is a category column of its labels (an unlabelled
+    code becomes its text); with ``"codes"`` it keeps its codes. Declared missing codes stay their
+    code (Stata's extended missing as ``".a"``); cells written as the suppression code read as missing.
+    """
+    mode = check_labels_mode(labels)
+    df, meta = _read(path, ending, encoding)
+    all_labels = getattr(meta, "variable_value_labels", None) or {}
+    kinds = getattr(meta, "readstat_variable_types", None) or {}
+    columns: list[pl.Series] = []
+    for col in df.columns:
+        labels_of = all_labels.get(col, {}) if ending in _LABELLED else {}
+        columns.append(_column(col, df[col], labels_of, kinds.get(col) == "string", mode))
+    return pl.DataFrame(columns) if columns else pl.DataFrame()
+
+
+def _column(name: str, values: Any, labels: Mapping[Any, str], is_text: bool, mode: str) -> pl.Series:
+    raw = values.to_numpy(dtype=object)
+    suppressed = {k for k, v in labels.items() if v == SUPPRESSED_LABEL}
+    shown = {k: v for k, v in labels.items() if v != SUPPRESSED_LABEL}
+    letters = not is_text and any(isinstance(v, str) and v not in suppressed for v in raw)
+
+    def missing(v: Any) -> bool:
+        return v is None or (isinstance(v, float) and math.isnan(v)) or v in suppressed
+
+    if is_text:
+        out = [None if v is None or v in suppressed else (shown.get(v, v) if mode == "labels" else v) for v in raw]
+        series = pl.Series(name, out, dtype=pl.String)
+        return series.cast(pl.Categorical) if mode == "labels" and shown else series
+    if (mode == "labels" and shown) or letters:
+        out = []
+        for v in raw:
+            if missing(v):
+                out.append(None)
+            elif mode == "labels" and v in shown:
+                out.append(shown[v])
+            else:
+                out.append(f".{v}" if isinstance(v, str) else code_text(v))
+        return pl.Series(name, out, dtype=pl.String).cast(pl.Categorical)
+    if values.dtype == object:  # dates and the like: let polars type them
+        return pl.Series(name, [None if missing(v) else v for v in raw])
+    arr = np.asarray(values, dtype=float) if values.dtype.kind in "fiu" else None
+    if arr is None:
+        return pl.Series(name, values)
+    mask = np.isnan(arr) | np.isin(arr, [k for k in suppressed if isinstance(k, (int, float))])
+    return pl.Series(name, np.where(mask, np.nan, arr)).fill_nan(None)
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+
+def _free(candidates: Iterable[Any], used: set[Any]) -> Any:
+    return next((c for c in candidates if c not in used), None)
+
+
+def _to_codes(series: pl.Series, labels: Mapping[Any, str], ending: str, letters: tuple[str, ...]) -> list[Any]:
+    """A label column back to its codes (a label -> its code; ``".a"`` -> the letter; a code's text -> the number)."""
+    inverse = {v: k for k, v in labels.items()}
+    out: list[Any] = []
+    for v in series.cast(pl.String).to_list():
+        if v is None:
+            out.append(None)
+        elif v in inverse:
+            code = inverse[v]
+            out.append(float(code) if isinstance(code, int) else code)
+        elif ending == ".dta" and len(v) == 2 and v[0] == "." and v[1] in _LETTERS + "_":
+            out.append(v[1])
+        else:
+            try:
+                out.append(float(v))
+            except ValueError:
+                out.append(v)
+    return out
+
+
+def write_survey(frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLabels | None = None) -> None:
+    """Write ``frame`` as SPSS ``.sav`` or Stata ``.dta`` with ``labels`` (see the module's text).
+
+    Suppressed cells (``labels.suppressed``) are written as a declared missing value labelled
+    :data:`SUPPRESSED_LABEL`; other missing cells as the system-missing value.
+    """
+    import pandas as pd
+
+    from sdckit._io._formats import _require
+
+    pyreadstat = _require("pyreadstat", ending)
+    info = labels if labels is not None else SurveyLabels()
+    data: dict[str, Any] = {}
+    value_labels: dict[str, dict[Any, str]] = {}
+    ranges: dict[str, list[Any]] = {}
+    extended: dict[str, list[str]] = {}
+    full_ranges = []
+    for col in frame.columns:
+        series = frame[col]
+        col_labels = dict(info.value_labels.get(col, {}))
+        letters = tuple(info.extended_missing.get(col, ()))
+        text = series.dtype in (pl.String, pl.Categorical, pl.Enum)
+        if text and (col_labels or letters):
+            values = _to_codes(series, col_labels, ending, letters)
+            present = [v for v in values if v is not None]
+            if all(isinstance(v, float) or (ending == ".dta" and isinstance(v, str) and len(v) == 1) for v in present):
+                text = False  # the codes of a labelled numeric variable
+            elif not all(isinstance(v, str) for v in present) or not all(isinstance(k, str) for k in col_labels):
+                values = series.cast(pl.String).to_list()  # text among numbers: written as the text it is
+                col_labels = {}
+        elif text:
+            values = series.cast(pl.String).to_list()
+        elif series.dtype == pl.Boolean:
+            values = [None if v is None else float(v) for v in series.to_list()]
+        elif series.dtype.is_numeric():
+            values = [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in series.to_list()]
+        else:
+            values = series.to_list()
+        mask = info.suppressed.get(col)
+        if mask is not None and mask.shape[0] != len(values):
+            mask = None
+        nulls = np.array([v is None for v in values], dtype=bool)
+        hit = (mask & nulls) if mask is not None else np.zeros(len(values), dtype=bool)
+        if hit.any():
+            if ending == ".dta" and not text:
+                used = set(letters) | {v for v in values if isinstance(v, str)}
+                code: Any = _free(_LETTERS, used)
+                extended[col] = sorted({*letters, code})
+            elif ending == ".dta":
+                code = ""  # Stata's missing text
+            elif text:
+                code = _free(_TEXT_CODES, {v for v in values if v is not None} | set(col_labels))
+            else:
+                code = _free(_NUMBER_CODES, {v for v in values if v is not None} | set(col_labels))
+            declared = list(info.missing_ranges.get(col, ())) if ending == ".sav" else []
+            if ending == ".sav" and (len(declared) >= 3 or (sum(isinstance(d, dict) for d in declared) and len(declared) >= 2)):
+                full_ranges.append(col)
+                code = None
+            if code is not None:
+                values = [code if h else v for v, h in zip(values, hit, strict=True)]
+                if code != "":
+                    col_labels[code] = SUPPRESSED_LABEL
+                if ending == ".sav":
+                    ranges[col] = [*declared, code]
+        elif ending == ".sav" and info.missing_ranges.get(col):
+            ranges[col] = list(info.missing_ranges[col])
+        if ending == ".dta" and letters and col not in extended:
+            extended[col] = list(letters)
+        if ending == ".sav" and info.missing_ranges.get(col) and col not in ranges:
+            ranges[col] = list(info.missing_ranges[col])
+        if col_labels:
+            value_labels[col] = col_labels
+        if not text and any(isinstance(v, str) for v in values):
+            data[col] = pd.Series(values, dtype=object).where(pd.notna(pd.Series(values, dtype=object)), np.nan)
+        elif not text:
+            data[col] = pd.Series([np.nan if v is None else v for v in values], dtype=float)
+        else:
+            data[col] = pd.Series(["" if v is None else v for v in values], dtype=object)
+    if full_ranges:
+        warnings.warn(
+            f"{', '.join(full_ranges)}: SPSS allows three declared missing values per variable and the column has "
+            "them all; its suppressed cells are written as system-missing (blank).",
+            SdcWarning,
+            stacklevel=3,
+        )
+    df = pd.DataFrame(data)
+    kwargs: dict[str, Any] = {
+        "column_labels": {c: info.variable_labels[c] for c in frame.columns if c in info.variable_labels} or None,
+        "variable_value_labels": value_labels or None,
+    }
+    if ending == ".sav":
+        kwargs["missing_ranges"] = ranges or None
+    else:
+        kwargs["missing_user_values"] = extended or None
+    writer = pyreadstat.write_sav if ending == ".sav" else pyreadstat.write_dta
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            writer(df, str(path), **kwargs)
+    except Exception as err:  # pyreadstat's own errors: the reason is what matters
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        bad = next((c for c in frame.columns if not _valid_name(c)), None)
+        hint = (
+            f" Column {bad!r} is not a valid {'SPSS' if ending == '.sav' else 'Stata'} variable name (letters, digits and _ "
+            "only, starting with a letter): rename it, or write Parquet or CSV."
+            if bad is not None
+            else " Write Parquet or CSV instead."
+        )
+        raise OutputError(f"cannot write {path.name!r} as {ending}: {reason}.{hint}") from None
+
+
+def _valid_name(name: str) -> bool:
+    return bool(name) and (name[0].isalpha()) and all(ch.isalnum() or ch == "_" for ch in name) and len(name) <= 32
