@@ -220,7 +220,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         )
     if result.n_dropped:
         inputs["rows dropped (missing values)"] = result.n_dropped
-    rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
+    rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.step_seed)
     sections: list[Section] = []
     tick(description="The data at a glance")
     overview = overview_section(frame)
@@ -256,10 +256,10 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         X, names = check_numeric(frame, numeric, missing="drop")
         k_micro = next((s.k for s in config.steps if isinstance(s, MicroaggregateStep)), 3)
         tick(description="Microaggregation")
-        sections.append(microagg_section(X, names, k=k_micro, seed=config.seed))
+        sections.append(microagg_section(X, names, k=k_micro, seed=config.experiment_seed))
         nats = next((s.max_leakage_nats for s in config.steps if isinstance(s, NoiseStep)), 1.0)
         tick(description="Noise for private PCA")
-        sections.append(spectral_section(X, names, seed=config.seed, budget_nats=nats))
+        sections.append(spectral_section(X, names, seed=config.experiment_seed, budget_nats=nats))
     else:
         for sid, title in (("microaggregation", "Microaggregation"), ("spectral", "Additive noise for PCA")):
             sections.append(
@@ -272,7 +272,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         from sdckit.report._protocol import protocol_section
 
         tick(description=f"Shuffle protocol with {config.simulate_protocol:,} users")
-        sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed)
+        sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.step_seed)
         sections.append(protocol_section(sim))
     if result.steps:
         sections.append(_release_section(result.steps))

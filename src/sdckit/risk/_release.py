@@ -39,6 +39,10 @@ from sdckit.risk._wildcard import wildcard_group_sizes
 
 __all__ = ["ReleaseMeasure", "consistent_counts", "measure_release"]
 
+SUPPRESSED_MARK = "*"
+"""The released value of a stratum cell merged away by ``small_strata: merge``: for the consistent
+count it hides the value as a missing cell does."""
+
 INTERVAL_WIDTH = 0.05
 """Half-width of interval disclosure, in original standard deviations (sdcMicro ``dRisk`` default)."""
 
@@ -172,11 +176,21 @@ def _weighted(flags: np.ndarray, weights: np.ndarray | None) -> float | None:
     return float(weights[flags].sum() / total) if total > 0 else None
 
 
+def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A released cell that hides its value: missing (NaN too), or the ``*`` of ``small_strata: merge``."""
+    expr = pl.col(column).is_null()
+    if dtype.is_float():
+        expr = expr | pl.col(column).is_nan()
+    if dtype == pl.String:
+        expr = expr | (pl.col(column) == SUPPRESSED_MARK)
+    return expr.fill_null(True)
+
+
 def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifiers: Sequence[str]) -> np.ndarray:
     """Per user (row of ``known``), the released rows consistent with the user's values.
 
     A released row is consistent with a user when, on every quasi-identifier, the released cell
-    is missing (a suppressed cell is consistent with anything) or equals the user's value. Counted
+    is missing or ``*`` (a suppressed cell is consistent with anything) or equals the user's value. Counted
     by missingness pattern: for each distinct set M of missing columns among the released rows,
     the rows of that pattern are grouped by the other columns and the users joined on them
     (O(n p) per pattern, never pairwise). ``known`` need not be in the release's order: the count
@@ -189,10 +203,7 @@ def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifi
         return np.full(n_users, release.height, dtype=np.int64)
     rel = release.select(qis)
     users = known.select([pl.col(c).cast(rel.schema[c], strict=False) for c in qis]).with_row_index("__user")
-    miss = rel.select([pl.col(c).is_null().alias(c) for c in qis])
-    if any(rel.schema[c].is_float() for c in qis):
-        miss = rel.select([(pl.col(c).is_null() | (pl.col(c).is_nan() if rel.schema[c].is_float() else False)).alias(c)
-                           for c in qis])
+    miss = rel.select([_suppressed(c, rel.schema[c]).alias(c) for c in qis])
     patterns = miss.with_row_index("__row").group_by(qis).agg(pl.col("__row"))
     out = np.zeros(n_users, dtype=np.int64)
     for row in patterns.iter_rows(named=True):
