@@ -120,6 +120,11 @@ def _print_verdict(result: object) -> None:
     measure = result.release_measure
     assert measure is not None
     text = verdict(measure, result.config.allow_over_budget)
+    if result.config.reproducible:
+        stdout.print("[bold yellow]Reproducible run (seed given): not for publication[/] (whoever learns the seed can "
+                     "undo the random steps).")
+    if not result.config.shuffle_rows:
+        stdout.print("[yellow]Rows in the input's order (shuffle_rows: false):[/] they link to the input by position.")
     if measure.within_budget:
         stdout.print(f"[green]{text}[/]")
         return
@@ -132,6 +137,11 @@ def _print_verdict(result: object) -> None:
 def run(
     pipeline: Path = typer.Argument(..., help="The pipeline file (YAML or JSON); see examples/pipelines/."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    seed: int | None = typer.Option(
+        None, "--seed", min=0,
+        help="Make every random step reproducible from this seed (tests, reproductions): the report marks the "
+             "release not for publication. Default: fresh OS entropy, no seed recorded.",
+    ),
 ) -> None:
     """Run a release pipeline: mask, measure the release as written, write it and the report.
 
@@ -142,6 +152,8 @@ def run(
     from sdckit.pipeline import load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
+    if seed is not None:
+        cfg = cfg.replace(seed=seed, reproducible=True)
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance)
         written = write_outputs(result)

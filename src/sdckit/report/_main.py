@@ -236,6 +236,8 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
             not_released=result.not_released,
             relations=result.relations,
             allow_over_budget=config.allow_over_budget,
+            reproducible=config.reproducible,
+            shuffled=config.shuffle_rows,
         )
     )
     tick(description="Re-identification risk")

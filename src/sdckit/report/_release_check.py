@@ -119,6 +119,8 @@ def release_check_section(
     not_released: Mapping[str, str] | None = None,
     relations: Sequence[Any] = (),
     allow_over_budget: bool = False,
+    reproducible: bool = False,
+    shuffled: bool = True,
 ) -> Section:
     """Section 'Input and release, side by side'."""
     refused = not release.within_budget and not allow_over_budget
@@ -154,7 +156,14 @@ def release_check_section(
         )
     )
     text = verdict(release, allow_over_budget)
-    section.add(alert(text) if not release.within_budget else paragraph(text))
+    if reproducible:
+        text += (" NOT FOR PUBLICATION: a reproducible run (reproducible: true); whoever learns its seed can undo "
+                 "the random steps (tell decoys from suppressions, PRAM'd records from unperturbed ones).")
+    if not shuffled:
+        text += " The rows keep the input's order (shuffle_rows: false): anyone with the input links them by position."
+    section.data["reproducible"] = reproducible
+    section.data["rows_shuffled"] = shuffled
+    section.add(alert(text) if not release.within_budget or reproducible or not shuffled else paragraph(text))
     idisc_in = input_measure.interval_disclosure
     idisc = release.interval_disclosure
     rows: list[tuple[Any, ...]] = [
