@@ -45,7 +45,8 @@ def report(
     keep: str | None = typer.Option(None, "--keep", help="Comma-separated columns released as they are (not quasi-identifiers)."),
     k: int | None = typer.Option(None, "--k", min=2, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
-    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Make every random step reproducible from this seed (recorded; the report marks it not for "
+                                   "publication). Default: fresh OS entropy."),
     simulate_protocol: int | None = typer.Option(
         None, "--simulate-protocol", min=0, metavar="USERS",
         help="Also run this many users through the shuffle protocol on loopback and report it.",
@@ -79,6 +80,8 @@ def report(
     for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):
         if value is not None:
             overrides[key] = value
+    if seed is not None:
+        overrides["reproducible"] = True
     cfg = cfg.replace(**overrides)
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json) as advance:
         result = run_pipeline(cfg, advance=advance, report=False)
