@@ -87,6 +87,7 @@ def ours(frame: pl.DataFrame) -> LocalSuppressor:
 PEER_DECOY_SCRIPT = r"""
 suppressMessages(library(sdcMicro))
 d <- read.csv("{path}", check.names = FALSE, na.strings = "")
+names(d) <- gsub("-", "_", names(d))  # sdcMicro evaluates the key names: no hyphen
 keys <- names(d)
 for (v in keys) d[[v]] <- as.factor(d[[v]])
 t0 <- proc.time()[["elapsed"]]
