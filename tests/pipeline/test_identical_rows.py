@@ -60,7 +60,8 @@ def check_written(written: dict[str, Path], known: pl.DataFrame, keys: list[str]
         pl.all().cast(pl.String)
     )
     assert same.select(pl.all_horizontal(pl.all().fill_null(False))).to_series().mean() < 0.9  # type: ignore[operator]
-    assert sidecar["parameters"]["seed"] is None and sidecar["seed"] is None  # no seed recorded
+    assert sidecar["parameters"]["seed"] is None
+    assert sidecar["seed"] is None
 
 
 @pytest.mark.parametrize(
@@ -85,7 +86,8 @@ def test_sdcmicro_data_pipelines_release_identical_rows(
     assert not result.refused
     written = write_outputs(result)
     check_written(written, pl.read_csv(path).select(keys), keys, 3, 0.05)
-    assert result.release_measure is not None and result.release_measure.exposure_at_k == 0.0
+    assert result.release_measure is not None
+    assert result.release_measure.exposure_at_k == 0.0
 
 
 def test_adult_pipeline_releases_identical_rows(tmp_path: Path) -> None:
@@ -114,30 +116,30 @@ def test_the_seed_recovery_attack_fails_with_the_defaults(tmp_path: Path) -> Non
     original = pl.read_csv(path).with_row_index("row_id").with_columns(pl.col("row_id").cast(pl.Int64))
     source = tmp_path / "attack_input.parquet"
     original.write_parquet(source)
-    if True:
-        base = {"input": str(source), "quasi_identifiers": keys, "keep": ["row_id", "hhcivil"], "k": 3,
-                "budget": 0.05, "steps": [{"local_suppression": {}}, {"pram": {"columns": ["hhcivil"], "pd": 0.8}}]}
+    base = {"input": str(source), "quasi_identifiers": keys, "keep": ["row_id", "hhcivil"], "k": 3,
+            "budget": 0.05, "steps": [{"local_suppression": {}}, {"pram": {"columns": ["hhcivil"], "pd": 0.8}}]}
 
-        def run(extra: dict[str, Any]) -> pl.DataFrame:
-            return run_pipeline(parse_config({**base, **extra}), report=False).protected
+    def run(extra: dict[str, Any]) -> pl.DataFrame:
+        return run_pipeline(parse_config({**base, **extra}), report=False).protected
 
-        def attack(actual: pl.DataFrame, guess_seed: int) -> tuple[float, float, float]:
-            """(share of rows whose input row the replay names right, precision of the PRAM guess, PRAM base rate)."""
-            replay = run({"reproducible": True, "seed": guess_seed})
-            linked = float((replay["row_id"] == actual["row_id"]).mean())  # type: ignore[arg-type]
-            truth = original["hhcivil"].to_numpy()
-            pram = actual["hhcivil"].to_numpy() != truth[actual["row_id"].to_numpy()]  # the truth, by the id
-            # the attacker's guess: a released row was PRAM'd when the replay's row there was
-            guess = replay["hhcivil"].to_numpy() != truth[replay["row_id"].to_numpy()]
-            return linked, float(pram[guess].mean()), float(pram.mean())
+    def attack(actual: pl.DataFrame, guess_seed: int) -> tuple[float, float, float]:
+        """(share of rows whose input row the replay names right, precision of the PRAM guess, PRAM base rate)."""
+        replay = run({"reproducible": True, "seed": guess_seed})
+        linked = float((replay["row_id"] == actual["row_id"]).mean())  # type: ignore[arg-type]
+        truth = original["hhcivil"].to_numpy()
+        pram = actual["hhcivil"].to_numpy() != truth[actual["row_id"].to_numpy()]  # the truth, by the id
+        # the attacker's guess: a released row was PRAM'd when the replay's row there was
+        guess = replay["hhcivil"].to_numpy() != truth[replay["row_id"].to_numpy()]
+        return linked, float(pram[guess].mean()), float(pram.mean())
 
-        known_seed = 20261130
-        leaked = run({"reproducible": True, "seed": known_seed})
-        linked, precision, rate = attack(leaked, known_seed)
-        assert linked == 1.0 and precision == 1.0 > rate  # a known seed gives everything away
-        secret = run({})  # the defaults
-        n = original.height
-        for guess in (known_seed, known_seed + 1, 0):
-            linked, precision, rate = attack(secret, guess)
-            assert linked * n <= 10  # a random permutation has 1 fixed point on average
-            assert abs(precision - rate) < 4 * np.sqrt(rate * (1 - rate) / (n * rate)) + 0.01
+    known_seed = 20261130
+    leaked = run({"reproducible": True, "seed": known_seed})
+    linked, precision, rate = attack(leaked, known_seed)
+    assert linked == 1.0
+    assert precision == 1.0 > rate
+    secret = run({})  # the defaults
+    n = original.height
+    for guess in (known_seed, known_seed + 1, 0):
+        linked, precision, rate = attack(secret, guess)
+        assert linked * n <= 10  # a random permutation has 1 fixed point on average
+        assert abs(precision - rate) < 4 * np.sqrt(rate * (1 - rate) / (n * rate)) + 0.01

@@ -234,5 +234,6 @@ def test_consistent_count_sees_what_the_wildcard_misses() -> None:
     m = measure_release(release, quasi_identifiers=["sex", "race"], k=3, budget=0.0, known=known,
                         missing_semantics="wildcard")
     assert m.exposure_at_k == 0.0  # wildcard: every row in a group of >= 3
-    assert m.consistent_n_one == 1 and m.consistent_below_k == pytest.approx(0.25)
+    assert m.consistent_n_one == 1
+    assert m.consistent_below_k == pytest.approx(0.25)
     assert measure_release(release, quasi_identifiers=["sex", "race"], k=3, budget=0.0).exposure_at_k == 0.25
