@@ -9,8 +9,8 @@ and on the full table only with ``--peer-full`` (a 900 s timeout). Without ``PEE
 benchmark says that the peer was not run. The planner line times ``plan_release`` on Adult (8
 quasi-identifiers, k = 5, budget 0.05, built-in hierarchies, suppression 0.2, no withholding).
 
-The decoys line (issue 21): Adult recoded as examples/pipelines/adult.yaml does (age in 10-year bands,
-education in 6 levels, native-country in 12 regions), 8 keys, k = 5; ``LocalSuppressor`` (decoys,
+The decoys line (issue 21): Adult recoded as issue 21 states it (adult.yaml's former recoding: age in
+10-year bands, education in 6 levels, native-country in 12 regions), 8 keys, k = 5; ``LocalSuppressor`` (decoys,
 the default) against sdcMicro's ``localSuppression`` on the same keys, each release given its cells,
 its time and the three figures: identical rows (share of users in groups of fewer than k identical
 rows), consistent count (share of users with fewer than k consistent rows) and wildcard (sdcMicro's
@@ -150,7 +150,7 @@ def decoys_on_adult(quick: bool) -> None:
                 peer = (version, float(seconds), int(cells), three_figures(peer_release, peer_known, 5))
             except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as err:
                 print(f"peer sdcMicro on adult.yaml's recoding failed or timed out: {type(err).__name__}")
-    label = "local suppression with decoys, adult.yaml recoding 32,561x8 k=5"
+    label = "local suppression with decoys, Adult recoded 32,561x8 k=5"
     if peer is None:
         if not os.environ.get("PEER_RLIB"):
             print("peer not run: set PEER_RLIB to run sdcMicro's localSuppression on the same keys")
