@@ -1,4 +1,5 @@
-"""Local suppression to k = 3 against sdcMicro's ``localSuppression``, and the lattice planner on Adult.
+"""Local suppression to k = 3 against sdcMicro's ``localSuppression``, local suppression with decoys on
+adult.yaml's recoding at k = 5, and the lattice planner on Adult.
 
 Data: a synthetic key table of 32,561 rows x 8 keys with supports 2, 3, 4, 5, 6, 7, 8, 10, value j of
 each key drawn with probability proportional to 1 / j (seed 20261201). Target: under 10 s at k = 3.
@@ -7,6 +8,13 @@ process on the first ``PEER_ROWS`` rows (both tools timed on that same smaller t
 and on the full table only with ``--peer-full`` (a 900 s timeout). Without ``PEER_RLIB`` the
 benchmark says that the peer was not run. The planner line times ``plan_release`` on Adult (8
 quasi-identifiers, k = 5, budget 0.05, built-in hierarchies, suppression 0.2, no withholding).
+
+The decoys line (issue 21): Adult recoded as issue 21 states it (adult.yaml's former recoding: age in
+10-year bands, education in 6 levels, native-country in 12 regions), 8 keys, k = 5; ``LocalSuppressor`` (decoys,
+the default) against sdcMicro's ``localSuppression`` on the same keys, each release given its cells,
+its time and the three figures: identical rows (share of users in groups of fewer than k identical
+rows), consistent count (share of users with fewer than k consistent rows) and wildcard (sdcMicro's
+reading). Target: at most 25,000 cells in under 10 s (a simple greedy: 29,900; the floor: 11,103).
 
     cd benchmarks && PYTHONPATH=../src ../.venv/bin/python anonymize_local_suppression.py [--quick] [--peer-full]
 """
@@ -73,7 +81,85 @@ def run_peer(frame: pl.DataFrame, timeout: float) -> tuple[str, float, int] | No
 
 
 def ours(frame: pl.DataFrame) -> LocalSuppressor:
-    return LocalSuppressor(k=K).fit(frame)
+    return LocalSuppressor(k=K, method="sdcmicro").fit(frame)
+
+
+PEER_DECOY_SCRIPT = r"""
+suppressMessages(library(sdcMicro))
+d <- read.csv("{path}", check.names = FALSE, na.strings = "")
+names(d) <- gsub("-", "_", names(d))  # sdcMicro evaluates the key names: no hyphen
+keys <- names(d)
+for (v in keys) d[[v]] <- as.factor(d[[v]])
+t0 <- proc.time()[["elapsed"]]
+s <- localSuppression(createSdcObj(d, keyVars = keys), k = {k})
+el <- proc.time()[["elapsed"]] - t0
+write.csv(extractManipData(s)[, keys], "{out}", row.names = FALSE, na = "")
+cat(sprintf("%s %.3f %d\n", as.character(packageVersion("sdcMicro")), el, sum(s@localSuppression$totalSupps)))
+"""
+
+
+def adult_recoded() -> pl.DataFrame:
+    from sdckit.anonymize import GlobalRecoder
+
+    rules = {
+        "age": {"hierarchy": "adult:age", "level": 2},
+        "education": {"hierarchy": "adult:education", "level": 1},
+        "native-country": {"hierarchy": "adult:native-country", "level": 1},
+    }
+    return GlobalRecoder(rules=rules).fit_transform(load_adult()).select(list(ADULT_QUASI_IDENTIFIERS))
+
+
+def three_figures(release: pl.DataFrame, known: pl.DataFrame, k: int) -> dict[str, str]:
+    from sdckit.risk import measure_release
+
+    m = measure_release(release, quasi_identifiers=list(known.columns), k=k, budget=0.05, known=known)
+    return {
+        "identical_rows": f"{100 * m.exposure_at_k:.2f}%",
+        "consistent": f"{100 * (m.consistent_below_k or 0.0):.2f}%",
+        "wildcard": f"{100 * (m.exposure_wildcard or 0.0):.2f}%",
+    }
+
+
+def decoys_on_adult(quick: bool) -> None:
+    keys = list(ADULT_QUASI_IDENTIFIERS)
+    known = adult_recoded()
+    models: list[LocalSuppressor] = []
+    t = bench(lambda: models.append(LocalSuppressor(k=5, columns=keys).fit(known)), repeat=1 if quick else 3, warmup=1)
+    cpu0 = time.process_time()
+    models.append(LocalSuppressor(k=5, columns=keys).fit(known))
+    cpu = time.process_time() - cpu0  # CPU seconds of one fit: the machine's other load left out
+    model = models[-1]
+    release = model.transform(known)
+    assert int(release.group_by(keys).len()["len"].min()) >= 5  # plain polars, a missing cell a value
+    figures = three_figures(release, known, 5)
+    peer = None
+    if os.environ.get("PEER_RLIB"):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = Path(tmp) / "keys.csv", Path(tmp) / "out.csv"
+            known.write_csv(path)
+            script = Path(tmp) / "peer.R"
+            script.write_text(PEER_DECOY_SCRIPT.format(path=path, out=out, k=5), encoding="utf-8")
+            env = {**os.environ, "R_LIBS_USER": os.environ["PEER_RLIB"]}
+            try:
+                done = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, env=env, timeout=900,
+                                      check=True)
+                version, seconds, cells = done.stdout.split()[-3:]
+                peer_release = pl.read_csv(out, infer_schema=False).rename(dict(zip(
+                    pl.read_csv(out, n_rows=0).columns, keys, strict=True)))
+                peer_known = known.select([pl.col(c).cast(pl.String) for c in keys])
+                peer = (version, float(seconds), int(cells), three_figures(peer_release, peer_known, 5))
+            except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as err:
+                print(f"peer sdcMicro on adult.yaml's recoding failed or timed out: {type(err).__name__}")
+    label = "local suppression with decoys, Adult recoded 32,561x8 k=5"
+    if peer is None:
+        if not os.environ.get("PEER_RLIB"):
+            print("peer not run: set PEER_RLIB to run sdcMicro's localSuppression on the same keys")
+        emit(label, t, target=10.0, cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures)
+    else:
+        version, seconds, cells, peer_figures = peer
+        emit(label, t, peer=(f"sdcMicro {version} localSuppression", seconds), target=10.0,
+             cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures, peer_cells=cells,
+             **{f"peer_{key}": value for key, value in peer_figures.items()})
 
 
 def main() -> None:
@@ -116,6 +202,7 @@ def main() -> None:
     elif peer_rlib:
         print(f"peer sdcMicro not run on the full {N:,}x8 table (> 600 s); add --peer-full to try (900 s timeout)")
 
+    decoys_on_adult(quick)
     adult = load_adult()
     keys = list(ADULT_QUASI_IDENTIFIERS)
     marginals = Marginals.from_data(adult, keys)

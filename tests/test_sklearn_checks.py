@@ -129,7 +129,8 @@ ESTIMATORS: list[Any] = [
     TopBottomCoder(top=2.0, bottom=0.5),
     # k=2: every distinct number is a category, and the checks' smallest tables have 10 rows
     LocalSuppressor(k=2),
-    LocalSuppressor(k=2, random_redaction=0.1, random_state=0),
+    LocalSuppressor(k=2, method="sdcmicro", random_redaction=0.1, random_state=0),
+    LocalSuppressor(k=2, random_state=0),  # decoys, seeded
     PRAM(),  # every column, each distinct number a category
     PRAM(pd=0.5, random_state=0),
 ]

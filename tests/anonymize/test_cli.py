@@ -20,7 +20,8 @@ KEYS = "urbrur,roof,walls,water,electcon"
 
 def test_suppress_writes_a_k_anonymous_release(tmp_path: Path) -> None:
     out = tmp_path / "release.csv"
-    r = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3", "--out", str(out), "--json"])
+    r = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3", "--method", "sdcmicro",
+                            "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
     payload = json.loads(r.stdout)
     release = pl.read_csv(out)
@@ -31,11 +32,26 @@ def test_suppress_writes_a_k_anonymous_release(tmp_path: Path) -> None:
 
 
 def test_suppress_with_random_redaction_and_seed(tmp_path: Path) -> None:
-    args = ["suppress", str(DATA), "-c", KEYS, "--random-redaction", "0.01", "--seed", "4", "--json"]
+    args = ["suppress", str(DATA), "-c", KEYS, "--method", "sdcmicro", "--random-redaction", "0.01", "--seed", "4",
+            "--json"]
     a, b = runner.invoke(app, args), runner.invoke(app, args)
     assert a.exit_code == 0, a.output
     assert json.loads(a.stdout) == json.loads(b.stdout)
     assert json.loads(a.stdout)["n_redacted"] > 0
+
+
+def test_suppress_with_decoys_by_default(tmp_path: Path) -> None:
+    out = tmp_path / "release.csv"
+    r = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3", "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    release = pl.read_csv(out)
+    keys = KEYS.split(",")
+    assert int(release.group_by(keys).len()["len"].min()) >= 3  # identical rows, plain polars (null a value)
+    assert payload["method"] == "decoys"
+    assert payload["random"]
+    assert not payload["reproducible"]
+    assert "seed" not in payload
 
 
 def test_recode_and_pram(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from sdckit.errors import NotFittedError
 CASES: list[tuple[type[Any], dict[str, Any]]] = [
     (GlobalRecoder, {"rules": {"age": {"breaks": [30, 40]}, "sex": {"mapping": {"f": "x"}}}}),
     (TopBottomCoder, {"columns": ["age"], "top": 40, "bottom_quantile": 0.1}),
-    (LocalSuppressor, {"k": 2, "columns": ["age", "sex"], "importance": ["sex"], "random_redaction": 0.1,
-                       "random_state": 3}),
+    (LocalSuppressor, {"k": 2, "columns": ["age", "sex"], "importance": ["sex"], "method": "sdcmicro",
+                       "random_redaction": 0.1, "random_state": 3}),
+    (LocalSuppressor, {"k": 2, "columns": ["age", "sex"], "importance": ["sex"], "random_state": 3}),
     (PRAM, {"columns": ["sex"], "pd": 0.7, "random_state": 1}),
 ]
 DF = pl.DataFrame({"age": [25, 31, 31, 44, 52, 52], "sex": ["f", "m", "m", "f", "f", "m"], "id": range(6)})

@@ -100,7 +100,7 @@ def test_boundary_errors_name_the_parameter_and_the_fix() -> None:
     with pytest.raises(ParameterError, match=r"random_state=-1: give a whole number >= 0"):
         PRAM(random_state=-1).fit(FRAME)
     with pytest.raises(ParameterError, match=r"random_state='x'"):
-        LocalSuppressor(k=2, random_redaction=0.1, random_state="x").fit(FRAME)  # type: ignore[arg-type]
+        LocalSuppressor(k=2, method="sdcmicro", random_redaction=0.1, random_state="x").fit(FRAME)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"rules=\[.*\]: GlobalRecoder needs rules \{column: rule\}"):
         GlobalRecoder(rules=[("a", {"bins": 2})]).fit(FRAME)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"matrix=\[1\]: give \{column:"):
@@ -124,7 +124,7 @@ def test_boundary_errors_name_the_parameter_and_the_fix() -> None:
 def test_generator_and_int_seeds_reproduce_and_params_stay_as_given() -> None:
     df = pl.DataFrame({"v": list("aabbbccccd") * 5, "w": list("xy") * 25})
     for make in (lambda rs: PRAM(random_state=rs),
-                 lambda rs: LocalSuppressor(k=3, random_redaction=0.3, random_state=rs)):
+                 lambda rs: LocalSuppressor(k=3, method="sdcmicro", random_redaction=0.3, random_state=rs)):
         a, b = make(7).fit_transform(df), make(7).fit_transform(df)
         assert a.equals(b)
         g1, g2 = make(np.random.default_rng(7)), make(np.random.default_rng(7))
@@ -209,7 +209,7 @@ def test_property_suppression_with_redaction_is_k_anonymous(
         return
     df = pl.DataFrame({"u": [r[0] for r in rows], "v": [r[1] for r in rows], "w": [r[2] for r in rows]},
                       schema={"u": pl.String, "v": pl.Int64, "w": pl.String})
-    est = LocalSuppressor(k=k, random_redaction=p_red, random_state=seed).fit(df)
+    est = LocalSuppressor(k=k, method="sdcmicro", random_redaction=p_red, random_state=seed).fit(df)
     out = est.transform(df)
     sizes = wildcard_group_sizes(out, ["u", "v", "w"])  # measured on the release itself
     assert sizes.min() >= k

@@ -1,5 +1,6 @@
-"""Local suppression: k-anonymity with missing as a wildcard (brute force), sdcMicro's cell counts,
-importance, and random redaction by simulation."""
+"""Local suppression, sdcMicro's algorithm (``method="sdcmicro"``): k-anonymity with missing as a
+wildcard (brute force), sdcMicro's cell counts, importance, and random redaction by simulation. The
+default (decoys) is tested in test_decoys.py."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ SDCMICRO_CELLS = {5: 8, 7: 293}
 def test_testdata_k3_is_anonymous_and_beats_sdcmicro(
     testdata: pl.DataFrame, keys: list[str], brute: Any
 ) -> None:
-    ls = LocalSuppressor(k=3, columns=keys).fit(testdata)
+    ls = LocalSuppressor(method="sdcmicro", k=3, columns=keys).fit(testdata)
     out = ls.transform(testdata)
     assert brute.min_size(out, keys) >= 3
     n_missing = sum(out[c].null_count() for c in keys)  # counted on the released frame itself
@@ -41,19 +42,19 @@ def test_testdata_k3_is_anonymous_and_beats_sdcmicro(
 
 def test_small_table_matches_brute_force_and_is_minimal(brute: Any) -> None:
     df = pl.DataFrame({"sex": ["f", "f", "m", "m", "m"], "age": [30, 30, 30, 40, 40]})
-    out = local_suppression(df, ["sex", "age"], k=2)
+    out = local_suppression(df, ["sex", "age"], k=2, method="sdcmicro")
     rows = [tuple(r) for r in out.iter_rows()]
     assert brute.sizes(rows).min() >= 2
     assert sum(out[c].null_count() for c in out.columns) == 1  # one cell is the least possible here
 
 
 def test_importance_keeps_the_important_key(testdata: pl.DataFrame, brute: Any) -> None:
-    keep_relat = LocalSuppressor(k=3, columns=KEYS7, importance=["relat"]).fit(testdata)
-    drop_relat = LocalSuppressor(k=3, columns=KEYS7, importance=[c for c in KEYS7 if c != "relat"]).fit(
+    keep_relat = LocalSuppressor(method="sdcmicro", k=3, columns=KEYS7, importance=["relat"]).fit(testdata)
+    drop_relat = LocalSuppressor(method="sdcmicro", k=3, columns=KEYS7, importance=[c for c in KEYS7 if c != "relat"]).fit(
         testdata
     )
     assert keep_relat.changes_["relat"]["cells_suppressed"] < drop_relat.changes_["relat"]["cells_suppressed"]
-    ranks = LocalSuppressor(k=3, columns=KEYS7, importance=[7, 6, 5, 4, 3, 1, 2]).fit(testdata)
+    ranks = LocalSuppressor(method="sdcmicro", k=3, columns=KEYS7, importance=[7, 6, 5, 4, 3, 1, 2]).fit(testdata)
     assert ranks.changes_["relat"]["cells_suppressed"] == min(
         ranks.changes_[c]["cells_suppressed"] for c in ("relat", "water")
     )
@@ -66,7 +67,7 @@ def test_random_redaction_by_simulation(brute: Any) -> None:
     n, k, p, delta = 300, 3, 0.05, 0.1
     df = pl.DataFrame({"a": rng.integers(0, 4, n), "b": rng.integers(0, 6, n), "c": rng.integers(0, 3, n)})
     keys = ["a", "b", "c"]
-    base = LocalSuppressor(k=k, columns=keys).fit(df)
+    base = LocalSuppressor(method="sdcmicro", k=k, columns=keys).fit(df)
     plain = base.transform(df)
     plain_exposure = exposure(plain, keys, k=k)  # missing read as a value
     lost = base.suppressed_.any(axis=0)
@@ -74,7 +75,7 @@ def test_random_redaction_by_simulation(brute: Any) -> None:
     allowance, d_max = redaction_allowance(candidates, p, n, k=k, delta=delta)
     draws, over = [], 0
     for seed in range(200):
-        est = LocalSuppressor(k=k, columns=keys, random_redaction=p, random_state=seed, delta=delta).fit(df)
+        est = LocalSuppressor(method="sdcmicro", k=k, columns=keys, random_redaction=p, random_state=seed, delta=delta).fit(df)
         out = est.transform(df)
         d = int(est.redacted_.sum())
         draws.append(d)
@@ -86,15 +87,15 @@ def test_random_redaction_by_simulation(brute: Any) -> None:
         assert est.redaction_allowance_ == allowance
     assert abs(np.mean(draws) - candidates * p) < 4 * np.sqrt(candidates * p * (1 - p) / len(draws))
     assert over / len(draws) <= delta
-    again = LocalSuppressor(k=k, columns=keys, random_redaction=p, random_state=7)
+    again = LocalSuppressor(method="sdcmicro", k=k, columns=keys, random_redaction=p, random_state=7)
     assert again.fit_transform(df).equals(
-        LocalSuppressor(k=k, columns=keys, random_redaction=p, random_state=7).fit_transform(df)
+        LocalSuppressor(method="sdcmicro", k=k, columns=keys, random_redaction=p, random_state=7).fit_transform(df)
     )
 
 
 def test_existing_missing_cells_are_wildcards_and_pandas_in_pandas_out(brute: Any) -> None:
     df = pd.DataFrame({"a": ["x", None, "y", "y", "z"], "b": [1, 1, 2, 2, 3], "other": range(5)})
-    out = local_suppression(df, ["a", "b"], k=2)
+    out = local_suppression(df, ["a", "b"], k=2, method="sdcmicro")
     assert isinstance(out, pd.DataFrame)
     assert out["other"].tolist() == list(range(5))
     rows = [tuple(None if pd.isna(v) else v for v in r) for r in out[["a", "b"]].itertuples(index=False)]
@@ -126,7 +127,7 @@ def test_errors() -> None:
 def test_property_anonymous_and_no_cell_can_come_back(rows: list[tuple[Any, ...]], k: int, brute: Any) -> None:
     df = pl.DataFrame({"u": [r[0] for r in rows], "v": [r[1] for r in rows], "w": [r[2] for r in rows]},
                       schema={"u": pl.String, "v": pl.Int64, "w": pl.String})
-    est = LocalSuppressor(k=k, columns=["u", "v", "w"]).fit(df)
+    est = LocalSuppressor(method="sdcmicro", k=k, columns=["u", "v", "w"]).fit(df)
     out = est.transform(df)
     released = [tuple(r) for r in out.iter_rows()]
     assert brute.sizes(released).min() >= k

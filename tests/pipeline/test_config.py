@@ -18,6 +18,7 @@ numeric: [age, income]
 k: 3
 budget: 0.1
 seed: 7
+reproducible: true
 steps:
   - microaggregate: {method: mdav, k: 4, positivity: same}
   - noise: {t: 0.5, distribution: laplace}
@@ -34,7 +35,8 @@ def test_a_complete_file(tmp_path: Path) -> None:
     cfg = load_config(path)
     assert cfg.input == str(tmp_path / "people.csv")
     assert cfg.quasi_identifiers == ("age", "sex")
-    assert (cfg.k, cfg.budget, cfg.seed) == (3, 0.1, 7)
+    assert (cfg.k, cfg.budget, cfg.seed, cfg.reproducible) == (3, 0.1, 7, True)
+    assert (cfg.missing_semantics, cfg.shuffle_rows) == ("value", True)  # the defaults of issue 21
     assert cfg.steps == (
         MicroaggregateStep(method="mdav", k=4, positivity="same"),
         NoiseStep(t=0.5, distribution="laplace"),
@@ -164,3 +166,14 @@ def test_read_section_values() -> None:
     assert parse_config({"input": "x.csv", "read": None}).read.is_default
     assert parse_config({}).to_dict()["read"] == {"separator": None, "encoding": "utf-8", "decimal": ".",
                                                   "na_values": ["", "NA", "NaN"]}
+
+
+def test_a_seed_is_an_explicit_choice() -> None:
+    assert parse_config({}).step_seed is None  # OS entropy by default
+    assert parse_config({}).to_dict()["seed"] is None  # and no seed is recorded
+    with pytest.raises(ConfigError, match="add reproducible: true"):
+        parse_config({"seed": 3})
+    with pytest.raises(ConfigError, match="needs a seed"):
+        parse_config({"reproducible": True})
+    cfg = parse_config({"seed": 3, "reproducible": True})
+    assert (cfg.step_seed, cfg.to_dict()["seed"], cfg.to_dict()["reproducible"]) == (3, 3, True)

@@ -154,7 +154,8 @@ def test_pattern_wildcard_count_matches_the_cross_join(survey: Path) -> None:
 
 
 def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_path: Path) -> None:
-    result = run_pipeline(parse_config(_roles(survey)), report=False)
+    # the input's order kept (shuffle_rows: false) to compare each released value with its original
+    result = run_pipeline(parse_config({**_roles(survey), "shuffle_rows": False}), report=False)
     out = result.protected
     assert "person_id" not in out.columns  # identifier: never released
     assert "notes" not in out.columns  # no role: not released, and listed
@@ -358,7 +359,7 @@ def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> Non
         {"recode": {"rules": {"age": {"breaks": [18, 30, 45, 65]}}}},
         {"local_suppression": {"columns": ["region", "sex", "job", "age"], "importance": ["age", "sex", "region", "job"]}},
     ]
-    raw = _roles(survey, steps=steps, numeric=["income"])
+    raw = _roles(survey, steps=steps, numeric=["income"], shuffle_rows=False)  # cells compared by position
     result = run_pipeline(parse_config(raw), report=False)
     recode, suppress = result.steps
     source = pl.read_csv(survey)
@@ -377,14 +378,15 @@ def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> Non
     assert age_changed == 600
     assert "LocalSuppressor" in suppress.description
     assert f"set {suppress.details['cells_changed']:,} cell(s) to missing" in suppress.description
-    # the release is k-anonymous with a missing cell matching any value, counted here independently
+    # with decoys (the default) every released row is identical to >= 4 others, a missing cell a value of its
+    # own (the headline since issue 21), counted here independently; sdcMicro's wildcard figure is beside it
     m = result.release_measure
     assert m is not None
-    assert m.missing_semantics == "wildcard"
-    assert wildcard_exposure(out, ["region", "sex", "job", "age"], 5) == m.exposure_at_k == 0.0
+    assert m.missing_semantics == "value"
+    assert plain_exposure(out, ["region", "sex", "job", "age"], 5) == m.exposure_at_k == 0.0
     assert m.k_anonymity >= 5
-    # read with a missing cell as a value of its own the exposure would be larger: the wildcard is what is counted
-    assert plain_exposure(out, ["region", "sex", "job", "age"], 5) >= m.exposure_at_k
+    assert wildcard_exposure(out, ["region", "sex", "job", "age"], 5) == m.exposure_wildcard == 0.0
+    assert m.consistent_below_k == 0.0
     assert m.l_diversity is not None
     assert m.l_diversity["health"]["l"] >= 1
 
@@ -414,16 +416,18 @@ def test_top_code_defaults_to_the_numeric_columns_and_counts_as_masking(tmp_path
     }
     result = run_pipeline(parse_config(raw), report=False)
     assert result.steps[0].details["params"]["columns"] == ["a"]
-    assert result.protected["w"].equals(frame["w"])  # a kept column is not top-coded
+    assert result.protected["w"].sort().equals(frame["w"].sort())  # a kept column is not top-coded (rows shuffled)
     assert result.protected["a"].max() < frame["a"].max()
     # top-coding one side of total = a + b, with b and total released as they are, is refused
     with pytest.raises(ConfigError, match="total"):
         run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}), report=False)
 
 
-def test_the_adult_pipeline_is_refused_when_a_missing_cell_is_a_value(tmp_path: Path) -> None:
-    """examples/pipelines/adult.yaml meets its budget with suppressed cells matching any value; read as
-    a value of their own (missing_semantics: value) 34.1 % of users are in groups < 5: refused."""
+def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path) -> None:
+    """adult.yaml's recoding with sdcMicro's local suppression (method: sdcmicro) meets the budget only
+    with suppressed cells matching any value; read as identical rows (the headline since issue 21)
+    19.2 % of users are in groups < 5 and 11.9 % have fewer than 5 consistent rows: refused. With
+    decoys (adult.yaml as it is) it is within budget."""
     import yaml
 
     from sdckit.pipeline import parse_config, run_pipeline
@@ -431,11 +435,23 @@ def test_the_adult_pipeline_is_refused_when_a_missing_cell_is_a_value(tmp_path: 
     path = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     raw.pop("output", None)
-    strict = run_pipeline(parse_config({**raw, "missing_semantics": "value"}), report=False)
+    steps = [
+        {"local_suppression": {**s["local_suppression"], "method": "sdcmicro"}} if "local_suppression" in s else s
+        for s in raw["steps"]
+    ]
+    strict = run_pipeline(parse_config({**raw, "steps": steps}), report=False)
     measure = strict.release_measure
     assert measure is not None
     assert measure.missing_semantics == "value"
-    assert measure.exposure_at_k == pytest.approx(0.341, abs=5e-4)
+    keys = list(raw["quasi_identifiers"])
+    assert measure.exposure_at_k == pytest.approx(plain_exposure(strict.protected, keys, 5))  # plain polars
+    assert measure.exposure_at_k == pytest.approx(0.1922, abs=5e-4)  # sdcMicro's algorithm is deterministic
+    assert measure.consistent_below_k == pytest.approx(0.1192, abs=5e-4)
+    assert measure.consistent_n_one == 1044
+    assert measure.exposure_wildcard == 0.0  # sdcMicro's own reading, stated beside it
     assert strict.refused
     assert any("recode" in fix for fix in measure.fixes)
-    assert parse_config({**raw, "missing_semantics": "value"}).to_dict()["missing_semantics"] == "value"
+    wildcard = run_pipeline(parse_config({**raw, "steps": steps, "missing_semantics": "wildcard"}), report=False)
+    assert wildcard.within_budget
+    assert wildcard.release_measure is not None
+    assert wildcard.release_measure.exposure_missing_as_value == pytest.approx(0.1922, abs=5e-4)

@@ -70,15 +70,16 @@ def test_pipeline_masks_plans_and_reports(csv: Path, survey: pl.DataFrame) -> No
     assert plan.bound == pytest.approx(
         float(joint_exposure_bound(Marginals.from_data(survey, list(plan.columns)), k=3))
     )
-    # every row kept, in order; excluded raw quasi-identifiers gone, the rest untouched
+    # every row kept, in random order (issue 21); excluded raw quasi-identifiers gone, the rest untouched
     out = result.protected
     assert out.height == survey.height
     excluded = [c for c in ("region", "sex", "age_group", "rare") if c not in plan.columns]
     assert "rare" in excluded  # 60 values in 400 rows cannot fit a 10% budget at k = 3
     assert not set(excluded) & set(out.columns)
     for c in plan.columns:
-        assert out[c].to_list() == survey[c].to_list()
-    # microaggregation + moment restoration: mean and covariance of the original, to 1e-9
+        assert sorted(out[c].to_list()) == sorted(survey[c].to_list())
+    assert any(out[c].to_list() != survey[c].to_list() for c in plan.columns)  # not in the input's order
+    # microaggregation + moment restoration: mean and covariance of the original, to 1e-9 (row order irrelevant)
     X = survey.select("income", "hours", "spend").to_numpy()
     Y = out.select("income", "hours", "spend").to_numpy()
     np.testing.assert_allclose(Y.mean(axis=0), X.mean(axis=0), rtol=1e-9)
@@ -91,13 +92,16 @@ def test_pipeline_masks_plans_and_reports(csv: Path, survey: pl.DataFrame) -> No
     assert result.steps[0].details["k"] == 3
 
 
-def test_noise_step_is_seeded(csv: Path) -> None:
-    raw = _config(csv, steps=[{"noise": {"t": 0.5, "distribution": "laplace"}}])
-    a = run_pipeline(parse_config(raw), report=False).protected
-    b = run_pipeline(parse_config(raw), report=False).protected
-    c = run_pipeline(parse_config({**raw, "seed": 1}), report=False).protected
-    assert a.equals(b)
-    assert not a.equals(c)
+def test_noise_step_draws_os_entropy_unless_reproducible(csv: Path) -> None:
+    raw = _config(csv, steps=[{"noise": {"t": 0.5, "distribution": "laplace"}}], shuffle_rows=False)
+    fresh = run_pipeline(parse_config(raw), report=False).protected
+    assert not fresh.equals(run_pipeline(parse_config(raw), report=False).protected)  # secret by default
+    seeded = {**raw, "reproducible": True, "seed": 1}
+    a = run_pipeline(parse_config(seeded), report=False).protected
+    assert a.equals(run_pipeline(parse_config(seeded), report=False).protected)  # an explicit choice
+    assert not a.equals(run_pipeline(parse_config({**seeded, "seed": 2}), report=False).protected)
+    with pytest.raises(ConfigError, match="reproducible: true"):
+        parse_config({**raw, "seed": 1})
     # noise of variance t on standardised columns: residual sd / column sd ~ sqrt(0.5)
     raw_income = pl.read_csv(csv)["income"].to_numpy()
     resid = a["income"].to_numpy() - raw_income

@@ -156,8 +156,12 @@ def test_lattice_plan_on_adult_keeps_all_columns() -> None:
     assert isinstance(release, pl.DataFrame)
     for c in keys:
         assert release[c].drop_nulls().n_unique() > 1
-    # recount on the written release: recoded labels, suppressed cells, wildcard groups
-    assert sum(release[c].null_count() for c in keys) == plan.n_suppressed
+    # recount on the written release: recoded labels, suppressed cells, identical rows and wildcard groups.
+    # The decoys are drawn anew (OS entropy) by apply: its cells are close to the planner's one draw
+    # (issue 21: the cell count is no longer deterministic, so the equality became a 2 % tolerance).
+    cells = sum(release[c].null_count() for c in keys)
+    assert abs(cells - plan.n_suppressed) <= 0.02 * plan.n_suppressed
+    assert int(release.group_by(keys).len()["len"].min()) >= 5  # plain polars: identical rows, null a value
     sizes = _wildcard_min_recount(release, keys)
     assert np.mean(sizes < 5) <= plan.budget
     assert plan.exposure == np.mean(sizes < 5)

@@ -62,9 +62,15 @@ def brute_wildcard_sizes(rows: list[tuple[object, ...]]) -> list[int]:
 )
 def test_a_missing_cell_matches_any_value(rows: list[tuple[int | None, str | None]], k: int) -> None:
     frame = pl.DataFrame(rows, schema={"x": pl.Int64, "s": pl.String}, orient="row")
-    m = measure_release(frame, quasi_identifiers=["x", "s"], k=k, budget=0.05)
+    m = measure_release(frame, quasi_identifiers=["x", "s"], k=k, budget=0.05, missing_semantics="wildcard")
     sizes = brute_wildcard_sizes(rows)
     assert m.missing_semantics == "wildcard"
+    # the default headline is identical rows (a missing cell a value); the wildcard figure is beside it
+    default = measure_release(frame, quasi_identifiers=["x", "s"], k=k, budget=0.05)
+    assert default.missing_semantics == "value"
+    assert default.exposure_wildcard == pytest.approx(sum(s < k for s in sizes) / len(rows))
+    strict = Counter(rows)
+    assert default.exposure_at_k == pytest.approx(sum(strict[r] < k for r in rows) / len(rows))
     assert m.exposure_at_k == sum(s < k for s in sizes) / len(rows)
     assert m.k_anonymity == min(sizes)
     assert m.n_unique == sum(s == 1 for s in sizes)
@@ -73,7 +79,7 @@ def test_a_missing_cell_matches_any_value(rows: list[tuple[int | None, str | Non
 
 def test_missing_cells_example() -> None:
     frame = pl.DataFrame({"a": [1, None, 2, 2], "b": ["x", "y", "y", "z"]})
-    m = measure_release(frame, quasi_identifiers=["a", "b"], k=2, budget=0.5)
+    m = measure_release(frame, quasi_identifiers=["a", "b"], k=2, budget=0.5, missing_semantics="wildcard")
     # row 1 (None, y) matches row 2 (2, y); rows 0 and 3 are alone
     assert m.exposure_at_k == 0.5
     assert m.n_unique == 2
@@ -140,7 +146,7 @@ def test_missing_cells_also_reported_as_a_value_of_their_own() -> None:
     # rows 0-3 share (a, x); row 4 has a suppressed cell: as a wildcard it joins them (group of 5),
     # as a value of its own it is alone.
     release = pl.DataFrame({"q1": ["a", "a", "a", "a", None, "b"], "q2": ["x", "x", "x", "x", "x", "y"]})
-    m = measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.5)
+    m = measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.5, missing_semantics="wildcard")
     assert m.n_missing_cells == 1
     assert m.exposure_at_k == pytest.approx(1 / 6)  # only the lone ("b", "y") row is below 2
     strict = {}
@@ -153,7 +159,8 @@ def test_missing_cells_also_reported_as_a_value_of_their_own() -> None:
 
     assert "read as a value of its own, 33.3" in verdict(m, allow_over_budget=False)
     full = pl.DataFrame({"q1": ["a", "a"], "q2": ["x", "x"]})
-    assert measure_release(full, quasi_identifiers=["q1", "q2"], k=2, budget=0.0).exposure_missing_as_value is None
+    assert measure_release(full, quasi_identifiers=["q1", "q2"], k=2, budget=0.0,
+                           missing_semantics="wildcard").exposure_missing_as_value is None
 
 
 def test_missing_semantics_value_groups_a_missing_cell_as_a_value_everywhere() -> None:
@@ -167,9 +174,66 @@ def test_missing_semantics_value_groups_a_missing_cell_as_a_value_everywhere() -
     assert m.n_unique == sum(x == 1 for x in sizes)
     assert m.exposure_missing_as_value is None  # the headline already is that reading
     assert not m.within_budget  # 2/6 > 0.2, while the wildcard reading (1/6) is within it
-    assert measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.2).within_budget
+    assert measure_release(release, quasi_identifiers=["q1", "q2"], k=2, budget=0.2,
+                           missing_semantics="wildcard").within_budget
+    assert m.exposure_wildcard == pytest.approx(1 / 6)  # stated beside the headline
     from sdckit.report._release_check import verdict
 
-    assert "counted as a value of its own" in verdict(m, allow_over_budget=False)
+    text = verdict(m, allow_over_budget=False)  # the headline in plain words, sdcMicro's figure beside it
+    assert "33.3 % of released rows are in groups of fewer than 2 identical rows" in text
+    assert "matching any value (sdcMicro's reading), 16.7 %" in text
     with pytest.raises(InputError, match="missing_semantics"):
         measure_release(release, quasi_identifiers=["q1"], k=2, budget=0.2, missing_semantics="strict")
+
+
+def brute_consistent(known: list[tuple[object, ...]], released: list[tuple[object, ...]]) -> list[int]:
+    """Per user, the released rows equal to the user's values wherever the released cell is present."""
+    return [sum(all(b is None or a == b for a, b in zip(u, r, strict=True)) for r in released) for u in known]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "c"]), st.booleans(), st.booleans(),
+                  st.floats(0.5, 3.0)),
+        min_size=1,
+        max_size=50,
+    ),
+    st.integers(1, 4),
+    st.randoms(use_true_random=False),
+)
+def test_consistent_count_matches_brute_force(rows: list[tuple[int, str, bool, bool, float]], k: int, rnd: object) -> None:
+    known = [(x, s) for x, s, _, _, _ in rows]
+    released = [(None if hx else x, None if hs else s) for x, s, hx, hs, _ in rows]
+    weights = [w for *_, w in rows]
+    order = list(range(len(rows)))
+    rnd.shuffle(order)  # type: ignore[attr-defined]
+    release = pl.DataFrame([(*released[i], weights[i]) for i in order], schema={"x": pl.Int64, "s": pl.String,
+                           "w": pl.Float64}, orient="row")  # shuffled: the count needs no alignment
+    users = pl.DataFrame([(*u, w) for u, w in zip(known, weights, strict=True)],
+                         schema={"x": pl.Int64, "s": pl.String, "w": pl.Float64}, orient="row")
+    m = measure_release(release, quasi_identifiers=["x", "s"], k=k, budget=0.05, known=users, weight="w")
+    counts = brute_consistent(known, released)
+    assert m.consistent_below_k == pytest.approx(sum(c < k for c in counts) / len(counts))
+    assert m.consistent_n_below_k == sum(c < k for c in counts)
+    assert m.consistent_n_one == sum(c == 1 for c in counts)
+    w = np.asarray(weights)
+    assert m.population_consistent_below_k == pytest.approx(float(w[np.asarray(counts) < k].sum() / w.sum()))
+    strict = Counter(released)
+    sizes = np.asarray([strict[r] for r in released])
+    assert m.population_exposure_at_k == pytest.approx(float(w[sizes < k].sum() / w.sum()))
+    assert m.weight_column == "w"
+    assert min(counts) >= 1  # every user's own row is consistent with them
+
+
+def test_consistent_count_sees_what_the_wildcard_misses() -> None:
+    # the issue's example: a rare man whose race was suppressed matches 3 rows by the wildcard rule,
+    # but the other rows say White: he is the only row consistent with what the attacker knows
+    known = pl.DataFrame({"sex": ["m"] * 4, "race": ["Amer-Indian", "White", "White", "White"]})
+    release = known.with_columns(pl.when(pl.int_range(4) == 0).then(None).otherwise(pl.col("race")).alias("race"))
+    m = measure_release(release, quasi_identifiers=["sex", "race"], k=3, budget=0.0, known=known,
+                        missing_semantics="wildcard")
+    assert m.exposure_at_k == 0.0  # wildcard: every row in a group of >= 3
+    assert m.consistent_n_one == 1
+    assert m.consistent_below_k == pytest.approx(0.25)
+    assert measure_release(release, quasi_identifiers=["sex", "race"], k=3, budget=0.0).exposure_at_k == 0.25

@@ -7,8 +7,9 @@ changed in ``changes_``: per column, cells changed and values merged.
 * :class:`GlobalRecoder` / :func:`recode`: intervals for numbers, mappings or hierarchy levels
   for categories (:class:`Hierarchy`, :func:`adult_hierarchies`);
 * :class:`TopBottomCoder`: values beyond a threshold or quantile become the threshold or a label;
-* :class:`LocalSuppressor` / :func:`local_suppression`: the fewest key cells set to missing so that
-  every record is k-anonymous, a missing cell matching any value (:func:`wildcard_group_sizes`);
+* :class:`LocalSuppressor` / :func:`local_suppression`: key cells set to missing, with decoys, so
+  that every released row is identical to at least k - 1 others (default), or sdcMicro's algorithm
+  (``method="sdcmicro"``, a missing cell matching any value, :func:`wildcard_group_sizes`);
 * :class:`PRAM`: post-randomisation of categorical columns (invariant or a user matrix).
 """
 

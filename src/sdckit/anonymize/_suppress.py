@@ -1,4 +1,6 @@
-"""Local suppression to k-anonymity, a missing cell matching any value (sdcMicro's semantics)."""
+"""Local suppression to k-anonymity: by default with decoys, so that every released row is identical
+(suppressed cells included) to at least k - 1 others; by name, sdcMicro's algorithm (a missing cell
+matching any value)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,18 @@ from numpy.typing import NDArray
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource
 from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
+from sdckit.anonymize._decoys import decoy_suppress, exact_group_sizes, suppressed_value_posterior
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import check_k
 from sdckit.risk._checks import check_group_size
 from sdckit.risk._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
 
-__all__ = ["LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
+__all__ = ["SUPPRESSION_METHODS", "LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
+
+SUPPRESSION_METHODS = ("decoys", "sdcmicro")
+"""``decoys`` (default): every released row identical to >= k - 1 others; ``sdcmicro``: sdcMicro's
+``localSuppression`` (every record's wildcard group >= k, a missing cell matching any value)."""
 
 
 def redaction_allowance(
@@ -101,9 +108,22 @@ def _ranks(importance: Any, names: list[str], supports: NDArray[np.int64]) -> ND
 
 
 class LocalSuppressor(Anonymizer):
-    """Local suppression: the fewest key cells set to missing so that every record is k-anonymous.
+    """Local suppression: key cells set to missing so that every record is k-anonymous.
 
-    A missing cell matches any value (sdcMicro's ``localSuppression`` semantics): records r and s
+    ``method="decoys"`` (default): every released row is identical, cell for cell and a missing
+    cell being a value of its own, to at least k - 1 other released rows. For each slice (the rows
+    equal on the keys outside a set S) holding rows in groups smaller than k, S is suppressed in all
+    those rows, and the group they form is topped up to k with *decoys*: rows of the same slice
+    drawn at random (OS entropy by default) from groups larger than k, never taking a group below
+    k. The cheapest options (importance-weighted cells per protected row) go first, in rounds; a
+    last pass gives cells back to rows of groups larger than k whenever an existing group shows
+    more of their true values (:func:`sdckit.anonymize._decoys.decoy_suppress`). With the rows
+    released in random order, the rows of a group are exchangeable: whatever the attacker knows of
+    the algorithm and of a person, the posterior that a given row is that person is at most 1/k,
+    and every person's true quasi-identifiers are consistent with at least k released rows.
+    ``value_posterior_`` gives the attacker's posterior of the suppressed values themselves.
+
+    ``method="sdcmicro"``: sdcMicro's ``localSuppression``. A missing cell matches any value: records r and s
     are in each other's group when, for every key j, r_j = s_j or either is missing, and the
     release is k-anonymous when every record's group (:func:`wildcard_group_sizes`) holds >= k
     records. Missing cells already in the data count the same way.
@@ -128,12 +148,15 @@ class LocalSuppressor(Anonymizer):
     columns : the key variables (quasi-identifiers); default all columns.
     importance : which keys to keep: column names from most to least important (unlisted keys
         are suppressed first), or one number per key, 1 = most important (sdcMicro's
-        ``importance``). Default: keys with more distinct values are suppressed first.
-    random_redaction : probability p (0..1) of redacting the other cells of a column that lost
-        cells; None (default) for none.
-    random_state : seed of the random redaction: an int >= 0 (tests and reproductions only: whoever
-        knows it can tell decoys from suppressions), a numpy Generator, or None (default) for fresh
-        OS entropy.
+        ``importance``). Default: keys with more distinct values are suppressed first. With
+        decoys a cell of the most important key costs twice one of the least important (ties
+        only, 1.001 times, without ``importance``).
+    method : ``"decoys"`` (default) or ``"sdcmicro"`` (see above).
+    random_redaction : (``sdcmicro`` only) probability p (0..1) of redacting the other cells of a
+        column that lost cells; None (default) for none.
+    random_state : seed of the decoys and the random redaction: an int >= 0 (tests and
+        reproductions only: whoever knows it can tell decoys from suppressions), a numpy Generator,
+        or None (default) for fresh OS entropy.
     delta : failure probability of the redaction allowance (0..1).
 
     Attributes
@@ -141,8 +164,13 @@ class LocalSuppressor(Anonymizer):
     columns_ : tuple of str, the key columns.
     suppressed_ : bool array (n, p), the cells suppressed to reach k.
     redacted_ : bool array (n, p), the cells redacted at random (all False without redaction).
-    n_suppressed_ : int, cells suppressed (redactions not included).
-    group_sizes_ : int64 array (n,), wildcard group sizes of the release (all >= k).
+    n_suppressed_ : int, cells suppressed (redactions not included; decoys included).
+    group_sizes_ : int64 array (n,), group sizes of the release (all >= k): identical rows with
+        decoys, wildcard groups with ``sdcmicro``.
+    value_posterior_ : dict, the attacker's posterior of a suppressed value
+        (:func:`~sdckit.anonymize._decoys.suppressed_value_posterior`): ``rows`` with a suppressed
+        cell, ``mean`` (an attacker who knows every original row and the algorithm guesses the
+        hidden values of such a row right with this probability on average) and ``max``.
     redaction_allowance_ : float, share of records the redaction may add to the exposure with
         missing read as a value (0 without redaction).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
@@ -165,9 +193,11 @@ class LocalSuppressor(Anonymizer):
     --------
     >>> import polars as pl
     >>> df = pl.DataFrame({"sex": ["f", "f", "m", "m", "m"], "age": [30, 30, 30, 40, 40]})
-    >>> ls = LocalSuppressor(k=2).fit(df)
+    >>> ls = LocalSuppressor(k=2, method="sdcmicro").fit(df)
     >>> ls.transform(df)["sex"].to_list(), ls.n_suppressed_
     (['f', 'f', None, 'm', 'm'], 1)
+    >>> int(LocalSuppressor(k=2).fit(df).group_sizes_.min())  # with decoys: identical rows, >= 2
+    2
     """
 
     def __init__(
@@ -176,6 +206,7 @@ class LocalSuppressor(Anonymizer):
         k: int = 3,
         columns: Sequence[str] | None = None,
         importance: Sequence[str] | Sequence[int] | None = None,
+        method: str = "decoys",
         random_redaction: float | None = None,
         random_state: RandomState = None,
         delta: float = 0.05,
@@ -183,19 +214,30 @@ class LocalSuppressor(Anonymizer):
         self.k = k
         self.columns = columns
         self.importance = importance
+        self.method = method
         self.random_redaction = random_redaction
         self.random_state = random_state
         self.delta = delta
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = bool(self.random_redaction) and self.random_state is None
+        tags.non_deterministic = (self.method == "decoys" or bool(self.random_redaction)) and self.random_state is None
         return tags
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Decide the cells to suppress (and redact) in ``X``."""
         k = check_k(check_group_size(self.k))
+        if self.method not in SUPPRESSION_METHODS:
+            raise ParameterError(
+                f"method={self.method!r}: use 'decoys' (every released row identical to >= k - 1 others) or "
+                "'sdcmicro' (sdcMicro's localSuppression, a missing cell matching any value)."
+            )
         p_red = self.random_redaction
+        if p_red and self.method == "decoys":
+            raise ParameterError(
+                f"random_redaction={p_red!r} applies to method='sdcmicro'; the default method draws its decoys "
+                "at random already. Leave random_redaction out, or set method='sdcmicro'."
+            )
         if p_red is not None and (
             isinstance(p_red, bool) or not isinstance(p_red, (int, float)) or not 0 <= p_red <= 1
         ):
@@ -217,7 +259,15 @@ class LocalSuppressor(Anonymizer):
         original = codes.copy()
         supports = (codes.max(axis=1) + 1).astype(np.int64) if n else np.zeros(len(names), np.int64)
         rank = _ranks(self.importance, names, supports)
-        suppressed = suppress_to_k(np.ascontiguousarray(original.T), k, rank)
+        codes_rows = np.ascontiguousarray(original.T)
+        if self.method == "decoys":
+            spread = float(rank.max() - rank.min()) + 1.0 if len(names) else 1.0
+            scale = 1.0 if self.importance is not None else 1e-3
+            weight = 1.0 + scale * (rank.max(initial=0) - rank).astype(np.float64) / spread
+            got = decoy_suppress(codes_rows, k, weight, as_generator(self.random_state))
+            suppressed = got.suppressed
+        else:
+            suppressed = suppress_to_k(codes_rows, k, rank)
         redacted = np.zeros_like(suppressed)
         allowance = 0.0
         if p_red:
@@ -228,8 +278,9 @@ class LocalSuppressor(Anonymizer):
             allowance, _ = redaction_allowance(
                 int(candidates.sum()), float(p_red), n, k=k, delta=float(self.delta)
             )
-        final = np.where(suppressed | redacted, -1, original.T).astype(np.int32)
-        self.group_sizes_ = wildcard_sizes(np.ascontiguousarray(final))
+        final = np.ascontiguousarray(np.where(suppressed | redacted, -1, original.T).astype(np.int32))
+        self.group_sizes_ = exact_group_sizes(final) if self.method == "decoys" else wildcard_sizes(final)
+        self.value_posterior_ = suppressed_value_posterior(codes_rows, final)
         self.columns_ = tuple(names)
         self.suppressed_ = suppressed
         self.redacted_ = redacted
@@ -276,24 +327,30 @@ def local_suppression(
     *,
     k: int = 3,
     importance: Sequence[str] | Sequence[int] | None = None,
+    method: str = "decoys",
     random_redaction: float | None = None,
     random_state: int | None = None,
 ) -> Any:
-    """Suppress the fewest key cells so that every record is k-anonymous (see :class:`LocalSuppressor`).
+    """Suppress key cells so that every record is k-anonymous (see :class:`LocalSuppressor`).
 
-    A missing cell matches any value. Returns the same frame type with those cells missing.
+    With decoys (default) every released row is identical to at least k - 1 others; with
+    ``method="sdcmicro"`` a missing cell matches any value. Returns the same frame type with those
+    cells missing.
 
     Examples
     --------
     >>> import polars as pl
     >>> df = pl.DataFrame({"sex": ["f", "f", "m"], "zip": ["1", "1", "1"]})
-    >>> local_suppression(df, ["sex", "zip"], k=3)["sex"].to_list()
+    >>> local_suppression(df, ["sex", "zip"], k=3, method="sdcmicro")["sex"].to_list()
     ['f', 'f', None]
+    >>> local_suppression(df, ["sex", "zip"], k=3)["sex"].to_list()
+    [None, None, None]
     """
     return LocalSuppressor(
         k=k,
         columns=columns,
         importance=importance,
+        method=method,
         random_redaction=random_redaction,
         random_state=random_state,
     ).fit_transform(data)

@@ -181,10 +181,15 @@ def suppress(
     importance: str | None = typer.Option(
         None, "--importance", help="Keys from most to least important (kept first), e.g. sex,age."
     ),
+    method: str = typer.Option(
+        "decoys", "--method",
+        help="decoys (default: every released row identical to >= k - 1 others) or sdcmicro (sdcMicro's "
+             "localSuppression, a missing cell matching any value).",
+    ),
     random_redaction: float | None = typer.Option(
         None,
         "--random-redaction",
-        help="Probability (0..1) that other cells of a suppressed column are redacted too.",
+        help="With --method sdcmicro: probability (0..1) that other cells of a suppressed column are redacted too.",
     ),
     seed: int | None = typer.Option(None, "--seed", help=_SEED_HELP),
     out: Path | None = typer.Option(
@@ -192,9 +197,10 @@ def suppress(
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Local suppression: the fewest key cells set to missing so every record is k-anonymous.
+    """Local suppression: key cells set to missing so every record is k-anonymous.
 
-    A missing cell matches any value (sdcMicro's localSuppression semantics).
+    By default with decoys: every released row is identical, suppressed cells included, to at least
+    k - 1 others. With --method sdcmicro a missing cell matches any value (sdcMicro's localSuppression).
     """
     from sdckit.anonymize import LocalSuppressor
 
@@ -207,6 +213,7 @@ def suppress(
             k=k,
             columns=keys,
             importance=parse_columns(importance),
+            method=method,
             random_redaction=random_redaction,
             random_state=seed,
         ).fit(frame)
@@ -215,13 +222,16 @@ def suppress(
         "source": data.name,
         "columns": list(model.columns_),
         "k": k,
+        "method": method,
         "n_rows": model.n_rows_,
         "n_suppressed": model.n_suppressed_,
+        "value_posterior": model.value_posterior_,
         "n_redacted": int(model.redacted_.sum()),
         "random_redaction": random_redaction,
         "redaction_allowance": model.redaction_allowance_,
         "min_group_size": int(model.group_sizes_.min()) if model.n_rows_ else 0,
-        "seed": seed,
+        "random": method == "decoys" or bool(random_redaction),
+        "reproducible": seed is not None,
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
@@ -233,7 +243,8 @@ def suppress(
                 if random_redaction
                 else ""
             )
-            + f"; smallest group (missing matches any value): {payload['min_group_size']:,}"
+            + f"; smallest group ({'identical rows' if method == 'decoys' else 'missing matches any value'}): "
+            f"{payload['min_group_size']:,}"
         )
         if random_redaction:
             stdout.print(

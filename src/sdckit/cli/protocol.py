@@ -255,7 +255,9 @@ def _render(result: Any) -> None:
     ok = "[green]verified[/]" if result.verified else "[bold red]NOT verified[/]"
     stdout.print(
         f"Release: {result.n_released:,} rows; true share of rows in groups < {plan.k}: "
-        f"{result.exposure_at_k:.4f}; equals the input on the planned columns"
+        f"{result.exposure_at_k:.4f} (a redacted entry a value of its own); users with < {plan.k} consistent "
+        f"rows (a redacted entry consistent with anything): {result.consistent_below_k or 0.0:.4f}; equals the "
+        "input on the planned columns"
         f"{', recoded by the plan,' if plan.recodings else ''} as a multiset: {ok}"
     )
     speed = ", ".join(f"{s} {v:,.0f}" for s, v in result.users_per_second.items() if v == v)

@@ -49,7 +49,8 @@ def report(
     categorical: str | None = typer.Option(None, "--categorical", help="Comma-separated columns that are categories even when numbers (sex = 1/2): never averaged (labelled SPSS/Stata columns are categorical already)."),
     k: int | None = typer.Option(None, "--k", callback=k_option, help="Group size of k-anonymity, >= 2 (default 5)."),
     budget: float | None = typer.Option(None, "--budget", min=0.0, max=1.0, help="The largest share of users (0..1) allowed in groups smaller than k, for the plan (default 0.05)."),
-    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed of every random step (recorded in the report; default 20261130)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Make every random step reproducible from this seed (recorded; the report marks it not for "
+                                   "publication). Default: fresh OS entropy."),
     simulate_protocol: int | None = typer.Option(
         None, "--simulate-protocol", min=0, metavar="USERS",
         help="Also run this many users through the shuffle protocol on loopback and report it.",
@@ -88,6 +89,8 @@ def report(
     for key, value in (("k", k), ("budget", budget), ("seed", seed), ("simulate_protocol", simulate_protocol)):
         if value is not None:
             overrides[key] = value
+    if seed is not None:
+        overrides["reproducible"] = True
     cfg = cfg.replace(**overrides)
     from sdckit.cli._common import check_command_outputs
 
@@ -135,6 +138,11 @@ def _print_verdict(result: object) -> None:
     measure = result.release_measure
     assert measure is not None
     text = verdict(measure, result.config.allow_over_budget)
+    if result.config.reproducible:
+        stdout.print("[bold yellow]Reproducible run (seed given): not for publication[/] (whoever learns the seed can "
+                     "undo the random steps).")
+    if not result.config.shuffle_rows:
+        stdout.print("[yellow]Rows in the input's order (shuffle_rows: false):[/] they link to the input by position.")
     if measure.within_budget:
         stdout.print(f"[green]{text}[/]")
         return
@@ -147,6 +155,11 @@ def _print_verdict(result: object) -> None:
 def run(
     pipeline: Path = typer.Argument(..., help="The pipeline file (YAML or JSON); see examples/pipelines/."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    seed: int | None = typer.Option(
+        None, "--seed", min=0,
+        help="Make every random step reproducible from this seed (tests, reproductions): the report marks the "
+             "release not for publication. Default: fresh OS entropy, no seed recorded.",
+    ),
 ) -> None:
     """Run a release pipeline: mask, measure the release as written, write it and the report.
 
@@ -157,6 +170,8 @@ def run(
     from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
 
     cfg = load_config(pipeline)
+    if seed is not None:
+        cfg = cfg.replace(seed=seed, reproducible=True)
     check_pipeline_outputs(cfg, [pipeline])  # before any work: no output over an input, every output writable
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:

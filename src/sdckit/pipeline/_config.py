@@ -362,13 +362,20 @@ class PipelineConfig(_Strict):
     """Bound used by the planner (see ``sdckit.risk.joint_exposure_bound``)."""
     missing: Literal["value", "drop"] = "value"
     """Missing values as a value of their own (default) or rows dropped."""
-    missing_semantics: Literal["wildcard", "value"] = "wildcard"
-    """How the release check groups a missing (suppressed) quasi-identifier cell: ``wildcard`` (it
-    matches any value, sdcMicro's rule; the other reading is stated beside the headline) or
-    ``value`` (a value of its own, as an attacker who reads "suppressed" as a category would): then
-    the budget and every group figure use that stricter reading."""
-    seed: Annotated[int, Field(strict=True, ge=0)] = DEFAULT_SEED
-    """Seed of every random step."""
+    missing_semantics: Literal["wildcard", "value"] = "value"
+    """How the release check groups a missing (suppressed) quasi-identifier cell: ``value`` (default:
+    a value of its own, so the budget reads "every released row looks exactly like at least k - 1
+    others") or ``wildcard`` (it matches any value, sdcMicro's rule). The other reading and the
+    consistent count are stated beside the headline."""
+    seed: Annotated[int, Field(strict=True, ge=0)] | None = None
+    """Seed of every random step, only with ``reproducible: true``; without it every random step
+    (decoys, PRAM, noise, the row order) draws fresh OS entropy, and no seed is recorded."""
+    reproducible: Flag = False
+    """Draw every random step from ``seed`` (tests and reproductions): whoever learns the seed can
+    undo PRAM and tell decoys from suppressions, so the report marks the release not for publication."""
+    shuffle_rows: Flag = True
+    """Write the release's rows in random order (OS entropy), so no row links to the input by its
+    position; ``false`` keeps the input's order (the report says so)."""
     simulate_protocol: Annotated[int, Field(strict=True, ge=0)] = 0
     """Users to run through the shuffle protocol on loopback for the report (0: no simulation)."""
     experiments: tuple[str, ...] = ()
@@ -476,6 +483,28 @@ class PipelineConfig(_Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _seed_is_an_explicit_choice(self) -> PipelineConfig:
+        if self.seed is not None and not self.reproducible:
+            raise ValueError(
+                f"seed: {self.seed} makes every random step reproducible, so whoever learns it can undo PRAM and "
+                "tell decoys from suppressions; add reproducible: true (the report then marks the release not "
+                "for publication), or leave seed out for fresh OS entropy."
+            )
+        if self.reproducible and self.seed is None:
+            raise ValueError("reproducible: true needs a seed, e.g. seed: 7 (or leave reproducible out).")
+        return self
+
+    @property
+    def step_seed(self) -> int | None:
+        """The seed base of the random steps: ``seed`` in a reproducible run, else None (OS entropy)."""
+        return self.seed if self.reproducible else None
+
+    @property
+    def experiment_seed(self) -> int:
+        """Seed of the report's own experiments (samples for its figures; nothing of the release)."""
+        return self.seed if self.reproducible and self.seed is not None else DEFAULT_SEED
+
     @property
     def uses_adult(self) -> bool:
         """True when the input is the bundled Adult data."""
@@ -515,7 +544,9 @@ class PipelineConfig(_Strict):
             "bound_method": self.bound_method,
             "missing": self.missing,
             "missing_semantics": self.missing_semantics,
-            "seed": self.seed,
+            "seed": self.seed if self.reproducible else None,
+            "reproducible": self.reproducible,
+            "shuffle_rows": self.shuffle_rows,
             "simulate_protocol": self.simulate_protocol,
             "experiments": list(self.experiments),
             "allow_over_budget": self.allow_over_budget,

@@ -106,6 +106,12 @@ class PipelineResult:
     labels: Any = None
     """The input's value and variable labels and declared missing values (a
     :class:`~sdckit._io.SurveyLabels`, from an SPSS, Stata or SAS file), written with a ``.sav``/``.dta`` release."""
+    known: pl.DataFrame | None = None
+    """What an attacker knows of each person (the quasi-identifiers after the public recodings, before
+    suppression; and the weight), for the consistent count; never written."""
+    row_order: NDArray[np.int64] | None = None
+    """The shuffle: released row i is input row ``row_order[i]`` (None: the input's order); kept in
+    memory to measure the written file against the input row by row, never written."""
 
     @property
     def within_budget(self) -> bool:
@@ -465,7 +471,9 @@ def _microaggregate(
     return out, StepLog("microaggregate", (*columns, *merged), details, what + ".")
 
 
-def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed: int) -> tuple[pl.DataFrame, StepLog]:
+def _noise(
+    frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed: int | None
+) -> tuple[pl.DataFrame, StepLog]:
     from sdckit.spectral import AdditiveNoise
     from sdckit.spectral._design import design_noise_from_data
 
@@ -499,7 +507,7 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
 
 
 def _anonymize(
-    frame: pl.DataFrame, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int
+    frame: pl.DataFrame, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int | None
 ) -> tuple[pl.DataFrame, StepLog]:
     """A step of ``sdckit.anonymize``: its options are the estimator's constructor keywords."""
     where = f"{config.source}: steps[{index}].{step.kind}"
@@ -541,7 +549,11 @@ def _anonymize(
     else:
         what = f"{class_name} changed {total:,} cell(s): {parts}." if total else f"{class_name} changed no cell."
     if step.kind == "local_suppression" and total:
-        what += " A missing cell matches any value when the release's groups are counted."
+        if params.get("method", "decoys") == "decoys":
+            what += (f" Every row is now identical to at least {params.get('k', config.k) - 1} others, suppressed "
+                     "cells included (decoys drawn at random among larger groups).")
+        else:
+            what += " sdcMicro's algorithm: a missing cell matches any value when its groups are counted."
     if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
         out = pl.DataFrame(out)
     details: dict[str, Any] = {"params": dict(params), "changes": changes, "cells_changed": total}
@@ -627,7 +639,8 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     columns; plan the release at k and budget from single-column marginals (what a curator behind
     a shuffler sees); apply the masking steps in order; keep only the columns with a releasing
     role; measure the release itself (:func:`sdckit.risk.measure_release`) beside the input; build
-    the report (``report=False`` skips it). Every row of the input stays in the output, in order.
+    the report (``report=False`` skips it). Every row of the input stays in the output, in random
+    order (OS entropy; the input's order with ``shuffle_rows: false``).
     """
     tick = advance or (lambda *_a, **_k: None)
     tick(description="Reading the input")
@@ -648,14 +661,18 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         method=config.bound_method,
     )
     protected = frame
+    known = frame  # what an attacker knows of each person: the input after the public recodings
     logs: list[StepLog] = []
     masked: set[str] = set()
+    base = config.step_seed
     for i, step in enumerate(config.steps):
         tick(description=f"Step {i + 1}: {step.kind}")
+        seed = None if base is None else base + i
+        before = protected
         if isinstance(step, SuppressStep):
             protected, log = _suppress(protected, step, plan, qis, masked)
         elif isinstance(step, AnonymizeStep):
-            protected, log = _anonymize(protected, step, i, config, config.seed + i)
+            protected, log = _anonymize(protected, step, i, config, seed)
             masked.update(c for c in log.columns if c in protected.columns)
         else:
             cols = tuple(step.columns or config.numeric or ())
@@ -663,16 +680,18 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             if isinstance(step, MicroaggregateStep):
                 protected, log = _microaggregate(protected, step, cols, qis)
             else:
-                protected, log = _noise(protected, step, cols, config.seed + i)
+                protected, log = _noise(protected, step, cols, seed)
             masked.update(cols)
-        logs.append(log)
+        known = _known_after(known, before, protected, step, log)
+        logs.append(_randomness(log, step, seed))
     released = roles.released(protected.columns)
     not_released = roles.not_released(frame.columns)
     not_released.update({c: "suppressed by a step" for c in frame.columns if c not in protected.columns and c not in not_released})
     protected = protected.select(released)
+    weight = roles.weight[0] if roles.weight else None
+    known_qis = known.select([c for c in known.columns if c in set(qis) | {weight}])
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
-    weight = config.weight[0] if config.weight else None
     input_measure = measure_release(
         frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
         sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
@@ -683,16 +702,23 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
-        missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical,
+        missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
     )
     labels = (survey_labels or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
     )
+    if config.shuffle_rows:
+        # after the consistent count, which the pipeline measures with the rows still aligned
+        order = np.random.default_rng(None if base is None else base + len(config.steps)).permutation(protected.height)
+        protected = protected[order]
+        labels = labels.with_suppressed({c: m[order] for c, m in labels.suppressed.items()})
+    else:
+        order = None
     result = PipelineResult(
         config=config, protected=protected, plan=plan, steps=tuple(logs), report=Report(config.name), roles=roles,
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
-        numeric_guessed=numeric_guessed, labels=labels,
+        numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
     )
     if report:
         from sdckit.report._main import build_report
@@ -701,7 +727,36 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     return result
 
 
-def _measure_written(path: Path, config: PipelineConfig, original: pl.DataFrame | None = None) -> ReleaseMeasure:
+def _known_after(known: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame, step: Step, log: StepLog) -> pl.DataFrame:
+    """The attacker's knowledge after a step: a public recoding (recode, top_code) or a masking that
+    changes values (PRAM, microaggregation, noise: the released value then stands for the person's)
+    moves it; a suppression (local_suppression, the ``*`` of small_strata: merge) does not."""
+    if isinstance(step, AnonymizeStep) and step.kind == "local_suppression":
+        return known
+    starred = set(log.details.get("suppressed_cells") or {}) if isinstance(step, MicroaggregateStep) else set()
+    changed = [
+        c for c in after.columns
+        if c in before.columns and c not in starred and not after[c].equals(before[c])
+    ]
+    return known.with_columns([after[c] for c in changed]) if changed else known
+
+
+def _randomness(log: StepLog, step: Step, seed: int | None) -> StepLog:
+    """Record that a step drew random numbers, and from where (never the seed of a real release)."""
+    random = isinstance(step, NoiseStep) or (
+        isinstance(step, AnonymizeStep)
+        and (step.kind == "pram" or (step.kind == "local_suppression" and step.params.get("method", "decoys") == "decoys")
+             or bool(step.params.get("random_redaction")))
+    )
+    if not random:
+        return log
+    source = "OS entropy (secret)" if seed is None else "seeded (reproducible run: not for publication)"
+    return replace(log, details={**log.details, "random": True, "randomness": source})
+
+
+def _measure_written(
+    path: Path, config: PipelineConfig, known: pl.DataFrame | None = None, original: pl.DataFrame | None = None
+) -> ReleaseMeasure:
     """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
     wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
     written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
@@ -710,7 +765,7 @@ def _measure_written(path: Path, config: PipelineConfig, original: pl.DataFrame 
         reread = pl.DataFrame(reread)
     return measure_release(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
-        sensitive=config.sensitive or (), missing_semantics=config.missing_semantics,
+        sensitive=config.sensitive or (), missing_semantics=config.missing_semantics, known=known,
         weights=config.weight[0] if config.weight else None, original=original,
         categorical=config.categorical or (),
     )
@@ -750,7 +805,10 @@ def write_outputs(result: PipelineResult, *, inputs: Sequence[str | Path] = ()) 
             temp = stage.path(path)
             write_table(result.protected, temp, atomic=False, labels=result.labels)
             written["data"] = path
-            again = _measure_written(temp, cfg, result.input_frame)
+            original = result.input_frame
+            if original is not None and result.row_order is not None:
+                original = original[result.row_order]  # row i of the written file is input row row_order[i]
+            again = _measure_written(temp, cfg, result.known, original)
             measured = result.release_measure
             if measured is not None:
                 before, after = _stated_figures(measured), _stated_figures(again)

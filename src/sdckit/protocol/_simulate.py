@@ -71,6 +71,10 @@ class SimulationResult:
     ``bound``), the tables the curator counted (``tables``: ``{"a x b": {"value a | value b": users}}``)
     and the measured share of users in a received cell < k (``measured``); None without it."""
 
+    consistent_below_k: float | None = None
+    """Share of round-2 users (0..1) whose true (recoded) values are consistent with fewer than k
+    released rows, a redacted entry consistent with anything (:func:`consistent_below_k`)."""
+
     @property
     def rounds(self) -> tuple[str, ...]:
         """The rounds the release rests on (the plan's record)."""
@@ -96,6 +100,7 @@ class SimulationResult:
             "enrolment": self.enrolment,
             "rounds": list(self.rounds),
             "pairs": None if self.pairs is None else dict(self.pairs),
+            "consistent_below_k": self.consistent_below_k,
         }
 
 
@@ -184,6 +189,30 @@ def exposure_at_k(rows: Sequence[Sequence[Any]], k: int) -> float:
         return 0.0
     sizes = Counter(tuple(encode_value(v) for v in r) for r in rows)
     return sum(c for c in sizes.values() if c < k) / len(rows)
+
+
+def consistent_below_k(source: Sequence[Sequence[Any]], released: Sequence[Sequence[Any]], k: int) -> float:
+    """Share of users (rows of ``source``) consistent with fewer than k released rows.
+
+    A released row is consistent with a user when each entry is the redaction marker or equals the
+    user's value. Counted by redaction pattern (for each pattern, the released rows' other entries
+    counted, each user looked up): O(n p) per pattern, never pairwise.
+
+    >>> consistent_below_k([("a", 1), ("b", 1)], [("a", 1), (REDACTED, 1)], k=2)  # 'b' has one candidate
+    0.5
+    """
+    if not source:
+        return 0.0
+    by_pattern: dict[tuple[bool, ...], Counter[tuple[Any, ...]]] = {}
+    for row in released:
+        pattern = tuple(v is REDACTED for v in row)
+        by_pattern.setdefault(pattern, Counter())[tuple(v for v in row if v is not REDACTED)] += 1
+    below = 0
+    for user in source:
+        n = sum(counts[tuple(v for v, hidden in zip(user, pattern, strict=True) if not hidden)]
+                for pattern, counts in by_pattern.items())
+        below += n < k
+    return below / len(source)
 
 
 def verify_release(
@@ -597,6 +626,7 @@ def simulate(
         plan=plan,
         n_released=len(released),
         exposure_at_k=exposure_at_k(released, k) if plan.columns else 0.0,
+        consistent_below_k=consistent_below_k(source, released, k) if plan.columns else 0.0,
         verified=verified,
         redacted=redacted,
         tallies={**shuffler_stats, "curator": curator_tally, "analyst": analyst_tally},

@@ -258,7 +258,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         )
     if result.n_dropped:
         inputs["rows dropped (missing values)"] = result.n_dropped
-    rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.seed)
+    rep = Report(config.name, inputs=inputs, parameters=config.to_dict(), seed=config.step_seed)
     sections: list[Section] = []
     tick(description="The input at a glance")
     overview = overview_section(frame)
@@ -275,6 +275,8 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
             not_released=result.not_released,
             relations=result.relations,
             allow_over_budget=config.allow_over_budget,
+            reproducible=config.reproducible,
+            shuffled=config.shuffle_rows,
         )
     )
     tick(description="Risk of the release")
@@ -305,13 +307,13 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         if "microaggregation" in experiments:
             k_micro = next((s.k for s in config.steps if isinstance(s, MicroaggregateStep)), 3)
             tick(description="Experiment: microaggregation")
-            micro = microagg_section(X, names, k=k_micro, seed=config.seed)
+            micro = microagg_section(X, names, k=k_micro, seed=config.experiment_seed)
             micro.title = EXPERIMENT + micro.title[0].lower() + micro.title[1:]
             sections.append(micro.add(paragraph(capped, note=True)) if capped else micro)
         if "spectral" in experiments:
             nats = next((s.max_leakage_nats for s in config.steps if isinstance(s, NoiseStep)), 1.0)
             tick(description="Experiment: noise for private PCA")
-            spectral = spectral_section(X, names, seed=config.seed, budget_nats=nats)
+            spectral = spectral_section(X, names, seed=config.experiment_seed, budget_nats=nats)
             spectral.title = EXPERIMENT + spectral.title[0].lower() + spectral.title[1:]
             sections.append(spectral.add(paragraph(capped, note=True)) if capped else spectral)
     else:
@@ -326,7 +328,7 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
         from sdckit.report._protocol import protocol_section
 
         tick(description=f"Simulation: shuffle protocol with {config.simulate_protocol:,} users")
-        sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.seed)
+        sim = simulate(frame, qis, k=config.k, budget=config.budget, users=config.simulate_protocol, seed=config.step_seed)
         protocol = protocol_section(sim)
         protocol.title = "Simulation on the input, not the release: " + protocol.title
         sections.append(protocol)

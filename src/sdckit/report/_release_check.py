@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from sdckit.pipeline._roles import Roles
     from sdckit.risk import ReleaseMeasure
 
-__all__ = ["alert", "release_check_section"]
+__all__ = ["alert", "beside", "headline", "release_check_section"]
 
 
 def alert(text: str) -> Block:
@@ -49,34 +49,71 @@ def _groups_cell(measure: ReleaseMeasure) -> Any:
 
 
 def _missing_note(release: ReleaseMeasure) -> str:
-    """How the missing cells were counted, and what the figure is if one reads them as a value."""
-    if release.n_missing_cells and release.missing_semantics == "value":
-        return (
-            f" Each of the {release.n_missing_cells:,} missing quasi-identifier cells is counted as a value of "
-            "its own (missing_semantics: value), the stricter reading."
-        )
+    """How the missing cells were counted, when the headline is sdcMicro's wildcard reading."""
     strict = getattr(release, "exposure_missing_as_value", None)
-    if not release.n_missing_cells or strict is None:
+    if not release.n_missing_cells or strict is None or release.missing_semantics == "value":
         return ""
     return (
         f" Each of the {release.n_missing_cells:,} missing quasi-identifier cells is counted as matching any "
-        f"value (sdcMicro's rule for suppressed cells); read as a value of its own, {_pct(strict)} of users "
-        f"would be in groups smaller than k."
+        f"value (sdcMicro's rule for suppressed cells, missing_semantics: wildcard); read as a value of its own, "
+        f"{_pct(strict)} of users would be in groups smaller than k."
     )
 
 
+def headline(release: ReleaseMeasure) -> str:
+    """The headline in plain words, in the reading the budget uses."""
+    k = release.k
+    if release.missing_semantics == "value":
+        if release.n_below_k == 0:
+            other = "other" if k == 2 else "others"
+            return f"every released row looks exactly like at least {k - 1} {other} (suppressed cells included)"
+        return (
+            f"{_pct(release.exposure_at_k)} of released rows are in groups of fewer than {k} identical rows "
+            f"(suppressed cells included; the budget allows {_pct(release.budget)})"
+        )
+    return (
+        f"{_pct(release.exposure_at_k)} of users are in groups smaller than k = {k}, a suppressed cell matching "
+        f"any value (sdcMicro's reading; the budget allows {_pct(release.budget)})"
+    )
+
+
+def beside(release: ReleaseMeasure) -> str:
+    """The two other figures, stated beside the headline."""
+    k = release.k
+    parts = []
+    if release.consistent_below_k is not None:
+        parts.append(
+            f"an attacker who knows a person's quasi-identifiers finds fewer than {k} consistent released rows "
+            f"for {_pct(release.consistent_below_k)} of users ({release.consistent_n_one or 0:,} with a single one)"
+        )
+    if release.missing_semantics == "value" and release.exposure_wildcard is not None:
+        parts.append(
+            f"with a suppressed cell matching any value (sdcMicro's reading), {_pct(release.exposure_wildcard)} of "
+            f"users are in groups smaller than {k}"
+        )
+    if release.population_exposure_at_k is not None:
+        parts.append(
+            f"weighted by {release.weight_column} (the population), {_pct(release.population_exposure_at_k)} "
+            f"below {k}"
+            + (f" and {_pct(release.population_consistent_below_k)} with fewer than {k} consistent rows"
+               if release.population_consistent_below_k is not None else "")
+        )
+    return ("Beside it: " + "; ".join(parts) + ".") if parts else ""
+
+
 def verdict(release: ReleaseMeasure, allow_over_budget: bool) -> str:
-    """One sentence: safe or not, with the release's own figure (and how missing cells counted)."""
+    """One sentence: safe or not, with the release's own figure, and the two other figures beside it."""
+    extra = beside(release)
+    extra = f" {extra}" if extra else ""
     if release.within_budget:
         return (
-            f"Within budget: in the release as written, {_pct(release.exposure_at_k)} of users are in groups smaller "
-            f"than k = {release.k} on the quasi-identifiers (budget {_pct(release.budget)}); k-anonymity "
-            f"{release.k_anonymity:,}, {release.n_unique:,} unique users." + _missing_note(release)
+            f"Within budget: in the release as written, {headline(release)} (k = {release.k}, budget "
+            f"{_pct(release.budget)}); k-anonymity {release.k_anonymity:,}, {release.n_unique:,} unique rows."
+            + extra + _missing_note(release)
         )
     head = (
-        f"NOT SAFE TO RELEASE: in the release, {_pct(release.exposure_at_k)} of users are in groups smaller than "
-        f"k = {release.k} (budget {_pct(release.budget)}); {release.n_unique:,} users are unique."
-    ) + _missing_note(release)
+        f"NOT SAFE TO RELEASE: in the release, {headline(release)}; {release.n_unique:,} rows are unique."
+    ) + extra + _missing_note(release)
     if allow_over_budget:
         return head + " The data file was written anyway because the pipeline sets allow_over_budget: true."
     return head + " No data file was written."
@@ -90,6 +127,8 @@ def release_check_section(
     not_released: Mapping[str, str] | None = None,
     relations: Sequence[Any] = (),
     allow_over_budget: bool = False,
+    reproducible: bool = False,
+    shuffled: bool = True,
 ) -> Section:
     """Section 'Input and release, side by side'."""
     refused = not release.within_budget and not allow_over_budget
@@ -113,11 +152,26 @@ def release_check_section(
                 (f"users in groups < {release.k}, release", 100 * release.exposure_at_k, "%"),
                 ("k-anonymity of the release", release.k_anonymity, ""),
                 ("unique users in the release", release.n_unique, ""),
+                *(
+                    [(f"users with < {release.k} consistent rows", 100 * release.consistent_below_k, "%")]
+                    if release.consistent_below_k is not None else []
+                ),
+                *(
+                    [(f"users in groups < {release.k}, wildcard (sdcMicro)", 100 * release.exposure_wildcard, "%")]
+                    if release.exposure_wildcard is not None else []
+                ),
             ]
         )
     )
     text = verdict(release, allow_over_budget)
-    section.add(alert(text) if not release.within_budget else paragraph(text))
+    if reproducible:
+        text += (" NOT FOR PUBLICATION: a reproducible run (reproducible: true); whoever learns its seed can undo "
+                 "the random steps (tell decoys from suppressions, PRAM'd records from unperturbed ones).")
+    if not shuffled:
+        text += " The rows keep the input's order (shuffle_rows: false): anyone with the input links them by position."
+    section.data["reproducible"] = reproducible
+    section.data["rows_shuffled"] = shuffled
+    section.add(alert(text) if not release.within_budget or reproducible or not shuffled else paragraph(text))
     idisc_in = input_measure.interval_disclosure
     idisc = release.interval_disclosure
     rows: list[tuple[Any, ...]] = [
@@ -128,8 +182,17 @@ def release_check_section(
         (f"users in groups < k = {release.k}", _pct(input_measure.exposure_at_k), _pct(release.exposure_at_k),
          f"share of users an intruder can narrow down to fewer than {release.k} people (the budget applies here)"),
         ("unique users", input_measure.n_unique, release.n_unique, "users alone in their group"),
+        (f"users with < {release.k} consistent released rows", _pct(input_measure.exposure_at_k),
+         _pct(release.consistent_below_k) if release.consistent_below_k is not None else "not measured",
+         "per user, the released rows consistent with the user's true quasi-identifiers (a suppressed cell "
+         "consistent with anything): what an attacker who knows the person faces"),
+        (f"users in groups < k = {release.k}, a missing cell matching any value",
+         _pct(input_measure.exposure_wildcard if input_measure.exposure_wildcard is not None
+              else input_measure.exposure_at_k),
+         _pct(release.exposure_wildcard) if release.exposure_wildcard is not None else "–",
+         "sdcMicro's reading of suppressed cells, for comparison with sdcMicro"),
         ("groups", _groups_cell(input_measure), _groups_cell(release),
-         "distinct combinations of the quasi-identifiers, counted by the rule of the rows above"),
+         "distinct combinations of the quasi-identifiers, counted by the rule of the headline row"),
         ("columns released", len(input_measure.columns), len(release.columns), "columns in the file"),
         ("l-diversity of the sensitive columns", _l_text(input_measure), _l_text(release),
          "fewest distinct sensitive values in a group; l = 1: some group shares one value, which an intruder "
@@ -187,7 +250,8 @@ def release_check_section(
     section.add(
         paragraph(
             f"Counted on the table exactly as written. A missing cell counts as "
-            f"{'matching any value' if release.missing_semantics == 'wildcard' else 'a value of its own'}. "
+            f"{'matching any value' if release.missing_semantics == 'wildcard' else 'a value of its own'} "
+            "in the headline; the consistent count takes it as consistent with anything. "
             + (release.l_diversity_note + "." if release.l_diversity_note else ""),
             note=True,
         )

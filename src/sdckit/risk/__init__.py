@@ -16,7 +16,7 @@ from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversit
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries, received_marginals
-from sdckit.risk._release import ReleaseMeasure, measure_release
+from sdckit.risk._release import ReleaseMeasure, consistent_counts, measure_release
 from sdckit.risk._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
@@ -52,6 +52,7 @@ __all__ = [
     "SudaMissing",
     "benedetti_franconi",
     "choose_pair_queries",
+    "consistent_counts",
     "entropy",
     "entropy_exposure_bound",
     "entropy_exposure_bound_sharp",

@@ -90,7 +90,8 @@ class ReleasePlan:
     """Total cells suppressed."""
     exposure: float | None = None
     """Data given: the share of records in groups smaller than k in the release itself (recoded and
-    suppressed), a missing cell matching any value; None when planned from marginals alone."""
+    suppressed with decoys), groups of identical rows, a missing cell a value of its own; None when
+    planned from marginals alone."""
     n_nodes: int = 0
     """Nodes of the recoding lattice (product over columns of levels + 1)."""
     n_evaluated: int = 0
@@ -100,8 +101,9 @@ class ReleasePlan:
         """The release this plan describes: columns kept, recoded, then locally suppressed to k.
 
         Withheld columns are dropped; the recodings are those of :attr:`recodings`; local
-        suppression (when the plan suppresses cells) is deterministic, so it suppresses the cells
-        counted in :attr:`suppressed`. Same frame type out.
+        suppression with decoys (when the plan suppresses cells) draws its decoys from OS entropy,
+        so its cells are close to, not always equal to, :attr:`suppressed` (one draw the planner
+        counted). Same frame type out.
         """
         from sdckit.anonymize import GlobalRecoder, LocalSuppressor
         from sdckit.anonymize._base import eager_frame
@@ -564,7 +566,7 @@ def _plan_lattice(
             if total < best_total:
                 best_total, chosen, suppressed = total, (node_loss, node, node_exposure), cells
         if suppressed:
-            released_exposure = 0.0  # every record reaches k, a missing cell matching any value
+            released_exposure = 0.0  # every row identical to >= k - 1 others, suppressed cells included
     levels = {c.name: lvl for c, lvl in zip(cols, chosen[1], strict=True)}
     # a column recoded to one label (its top, or withheld without a hierarchy) is not released
     released = [c.name for c in cols if len(set(c.labels[levels[c.name]].values())) > 1 or levels[c.name] == 0]
@@ -637,11 +639,20 @@ def _data_codes(data: Any, marginals: Marginals, columns: Sequence[str]) -> NDAr
     return out
 
 
+PLAN_DRAW_SEED = 0
+"""Seed of the decoy draw the planner uses to count a node's cells (an estimate for choosing the
+node, not the release: :meth:`ReleasePlan.apply` draws its decoys from OS entropy)."""
+
+
 def _suppression_cells(measure: DataExposure, node: tuple[int, ...], columns: Sequence[str], k: int) -> dict[str, int]:
-    """Cells per column that local suppression to k removes from the node's recoded table."""
-    from sdckit.anonymize._suppress import suppress_to_k
+    """Cells per column that local suppression with decoys to k removes from the node's recoded table,
+    so that every row is identical to at least k - 1 others (the release's headline reading)."""
+    from sdckit.anonymize._decoys import decoy_suppress
 
     rec = measure.recoded(node)
     varied = [j for j in range(rec.shape[1]) if node[j] == 0 or rec[:, j].max() > 0]  # the released columns
-    lost = suppress_to_k(np.ascontiguousarray(rec[:, varied]).astype(np.int32), k).sum(axis=0)
+    codes = np.ascontiguousarray(rec[:, varied]).astype(np.int32)
+    supports = (codes.max(axis=0, initial=-1) + 1).astype(np.float64)
+    weight = 1.0 + 1e-3 * (supports.max(initial=0.0) - supports) / (np.ptp(supports) + 1.0 if supports.size else 1.0)
+    lost = decoy_suppress(codes, k, weight, np.random.default_rng(PLAN_DRAW_SEED)).suppressed.sum(axis=0)
     return {columns[j]: int(x) for j, x in zip(varied, lost, strict=True) if x}

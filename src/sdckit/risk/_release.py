@@ -6,8 +6,14 @@ the refusal rule reads its ``within_budget``:
 
 * k-anonymity, exposure at k (the share of users in groups smaller than k) and uniques on the
   quasi-identifiers *as released*: masked numeric quasi-identifiers enter with their released
-  values; a missing (suppressed) cell matches any value (:func:`sdckit.risk.wildcard_group_sizes`,
-  sdcMicro's convention), a ``*`` left by ``small_strata: merge`` is a value of its own;
+  values; by default a missing (suppressed) cell is a value of its own, so the headline reads
+  "every released row looks exactly like at least k - 1 others" (identical rows); sdcMicro's
+  reading (a missing cell matches any value, :func:`sdckit.risk.wildcard_group_sizes`) is always
+  given beside it, and can be the headline by name; a ``*`` left by ``small_strata: merge`` is a
+  value of its own;
+* given the users' true quasi-identifiers (what an attacker knows), the *consistent count*: per
+  user, the released rows consistent with them (a missing cell consistent with anything), with
+  the share of users below k and the users with a single candidate;
 * l-diversity of each sensitive column within the quasi-identifier groups
   (:func:`sdckit.risk.l_diversity`);
 * interval disclosure of the masked numeric columns (share of records whose every original value
@@ -36,7 +42,11 @@ from sdckit.errors import InputError
 from sdckit.risk._ldiversity import l_diversity
 from sdckit.risk._wildcard import wildcard_group_sizes
 
-__all__ = ["ReleaseMeasure", "measure_release"]
+__all__ = ["ReleaseMeasure", "consistent_counts", "measure_release"]
+
+SUPPRESSED_MARK = "*"
+"""The released value of a stratum cell merged away by ``small_strata: merge``: for the consistent
+count it hides the value as a missing cell does."""
 
 INTERVAL_WIDTH = 0.05
 """Half-width of interval disclosure, in original standard deviations (sdcMicro ``dRisk`` default)."""
@@ -75,6 +85,23 @@ class ReleaseMeasure:
     """The exposure at k when a missing cell counts as a value of its own (what an attacker who reads
     "suppressed" as a category sees); None when no quasi-identifier cell is missing (then it equals
     ``exposure_at_k``). Reported beside the headline, never instead of it."""
+    exposure_wildcard: float | None = None
+    """The exposure at k when a missing cell matches any value (sdcMicro's reading, for comparison
+    with sdcMicro); equal to ``exposure_at_k`` when no quasi-identifier cell is missing."""
+    consistent_below_k: float | None = None
+    """Share of users (0..1) whose true quasi-identifiers are consistent with fewer than k released
+    rows (a missing cell consistent with anything); None when the users' values were not given."""
+    consistent_n_below_k: int | None = None
+    """Users consistent with fewer than k released rows."""
+    consistent_n_one: int | None = None
+    """Users consistent with exactly one released row (the attacker finds them)."""
+    population_exposure_at_k: float | None = None
+    """With a sampling weight: the weighted share of ``exposure_at_k`` (of the population the sample
+    stands for); None without a weight."""
+    population_consistent_below_k: float | None = None
+    """With a sampling weight: the weighted share of ``consistent_below_k``."""
+    weight_column: str | None = None
+    """The sampling weight behind the population figures."""
     l_diversity: dict[str, Any] | None = None
     """Per sensitive column, l-diversity within the quasi-identifier groups (``l`` = distinct l, ``entropy_l``,
     ``recursive_l``, ``not_2_diverse`` = share of users in groups with a single sensitive value); None
@@ -122,6 +149,13 @@ class ReleaseMeasure:
             "missing_semantics": self.missing_semantics,
             "n_missing_cells": self.n_missing_cells,
             "exposure_missing_as_value": self.exposure_missing_as_value,
+            "exposure_wildcard": self.exposure_wildcard,
+            "consistent_below_k": self.consistent_below_k,
+            "consistent_n_below_k": self.consistent_n_below_k,
+            "consistent_n_one": self.consistent_n_one,
+            "population_exposure_at_k": self.population_exposure_at_k,
+            "population_consistent_below_k": self.population_consistent_below_k,
+            "weight_column": self.weight_column,
             "within_budget": self.within_budget,
             "l_diversity": self.l_diversity,
             "l_diversity_note": self.l_diversity_note,
@@ -155,6 +189,62 @@ def _strict_group_sizes(frame: pl.DataFrame, qis: Sequence[str]) -> np.ndarray:
 
 def _exposure(sizes: np.ndarray, k: int) -> float:
     return float(np.mean(sizes < k)) if sizes.size else 0.0
+
+
+def _weighted(flags: np.ndarray, weights: np.ndarray | None) -> float | None:
+    if weights is None or not flags.size:
+        return None
+    total = float(weights.sum())
+    return float(weights[flags].sum() / total) if total > 0 else None
+
+
+def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A released cell that hides its value: missing (NaN too), or the ``*`` of ``small_strata: merge``."""
+    expr = pl.col(column).is_null()
+    if dtype.is_float():
+        expr = expr | pl.col(column).is_nan()
+    if dtype == pl.String:
+        expr = expr | (pl.col(column) == SUPPRESSED_MARK)
+    return expr.fill_null(True)
+
+
+def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifiers: Sequence[str]) -> np.ndarray:
+    """Per user (row of ``known``), the released rows consistent with the user's values.
+
+    A released row is consistent with a user when, on every quasi-identifier, the released cell
+    is missing or ``*`` (a suppressed cell is consistent with anything) or equals the user's value. Counted
+    by missingness pattern: for each distinct set M of missing columns among the released rows,
+    the rows of that pattern are grouped by the other columns and the users joined on them
+    (O(n p) per pattern, never pairwise). ``known`` need not be in the release's order: the count
+    of a user depends on the user's values and the released table only. A user's missing value
+    matches only a missing released cell.
+    """
+    qis = [c for c in quasi_identifiers if c in release.columns and c in known.columns]
+    n_users = known.height
+    if not qis:
+        return np.full(n_users, release.height, dtype=np.int64)
+    rel = release.select(qis)
+    users = known.select([pl.col(c).cast(rel.schema[c], strict=False) for c in qis]).with_row_index("__user")
+    miss = rel.select([_suppressed(c, rel.schema[c]).alias(c) for c in qis])
+    patterns = miss.with_row_index("__row").group_by(qis).agg(pl.col("__row"))
+    out = np.zeros(n_users, dtype=np.int64)
+    for row in patterns.iter_rows(named=True):
+        present = [c for c in qis if not row[c]]
+        rows = row["__row"]
+        if not present:
+            out += len(rows)
+            continue
+        counts = rel[rows].group_by(present).len("__n")
+        got = users.join(counts, on=present, how="inner")
+        np.add.at(out, got["__user"].to_numpy(), got["__n"].to_numpy())
+    return out
+
+
+def _weights(frame: pl.DataFrame, weight: str | None) -> np.ndarray | None:
+    if weight is None or weight not in frame.columns or not frame.schema[weight].is_numeric():
+        return None
+    w = frame[weight].cast(pl.Float64).fill_null(0.0).fill_nan(0.0).to_numpy()
+    return np.asarray(w, dtype=np.float64)
 
 
 def _interval_disclosure(
@@ -336,7 +426,8 @@ def measure_release(
     sensitive: Sequence[str] = (),
     original: pl.DataFrame | None = None,
     masked: Sequence[str] = (),
-    missing_semantics: str = "wildcard",
+    missing_semantics: str = "value",
+    known: pl.DataFrame | None = None,
     weights: str | None = None,
     categorical: Sequence[str] = (),
 ) -> ReleaseMeasure:
@@ -352,15 +443,20 @@ def measure_release(
     sensitive : sensitive columns, for l-diversity.
     original : the input rows in the same order, for interval disclosure of ``masked`` columns.
     masked : numeric columns a masking step changed.
-    missing_semantics : ``"wildcard"`` (default): a missing cell matches any value (sdcMicro's rule
-        for suppressed cells); ``"value"``: a missing cell is a value of its own, as an attacker
-        who reads "suppressed" as a category would group it. Every group figure (k-anonymity,
-        exposure, uniques, the effect of withholding) and the budget use this reading; with
-        ``"wildcard"`` the other reading is also given (``exposure_missing_as_value``). The
-        individual risk reads missing cells the same way (:func:`sdckit.risk.individual_risk`).
-    weights : the sampling-weight column, for the individual and global risk (taken from the
-        release, or from ``original`` when the release withholds it; None: the release is the
-        population, r = 1 / f_k).
+    missing_semantics : ``"value"`` (default): a missing cell is a value of its own, so a group is
+        a set of identical released rows ("every released row looks exactly like at least k - 1
+        others"); ``"wildcard"``: a missing cell matches any value (sdcMicro's rule for
+        suppressed cells). Every group figure (k-anonymity, exposure, uniques, the effect of
+        withholding) and the budget use this reading; the wildcard figure is always given
+        (``exposure_wildcard``), and with ``"wildcard"`` the identical-rows one too
+        (``exposure_missing_as_value``).
+    known : the users' true quasi-identifiers (what an attacker knows: after the public recoding,
+        before suppression), one row per user, in any order; gives the consistent count
+        (:func:`consistent_counts`).
+    weights : the sampling-weight column: the population figures (weighted shares, from the
+        release's weights, and ``known``'s for the consistent count) and the individual and global
+        risk (taken from the release, or from ``original`` when the release withholds it; None: the
+        release is the population, r = 1 / f_k).
     categorical : columns whose values are categories even when numbers (``sex`` = 1/2): never
         advised to be microaggregated, never in interval disclosure.
 
@@ -368,10 +464,12 @@ def measure_release(
     -----
     exposure at k = (1/n) * #{users whose group on the quasi-identifiers has fewer than k users}
     [arXiv:2201.12306 §1]. Values are compared exactly as released (a microaggregated 38.666667
-    is one value). A missing cell (from suppression) matches any value
-    (:func:`sdckit.risk.wildcard_group_sizes`, sdcMicro's convention): a record's group is every
-    record equal to it on the quasi-identifiers where both are present. A ``*`` (from
-    ``small_strata: merge``) is a value like any other.
+    is one value). By default a record's group is the records identical to it, a missing cell a
+    value of its own: with the rows in random order, identical rows are exchangeable and the
+    posterior that a row of a group of g is a given person is at most 1/g, whatever the attacker
+    knows of the algorithm. With wildcards (:func:`sdckit.risk.wildcard_group_sizes`, sdcMicro's
+    convention) a record's group is every record equal to it where both are present. A ``*``
+    (from ``small_strata: merge``) is a value like any other.
 
     Examples
     --------
@@ -386,6 +484,9 @@ def measure_release(
         raise InputError(f"k={k!r} must be a whole number >= 1.")
     if not 0.0 <= float(budget) <= 1.0:
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
+    if weights is not None and weights not in release.columns and (original is None or weights not in original.columns):
+        raise InputError(f"weights={weights!r} is neither a column of the release nor of the original rows; "
+                         "name the sampling-weight column.")
     if missing_semantics not in ("wildcard", "value"):
         raise InputError(
             f"missing_semantics={missing_semantics!r}: use 'wildcard' (a missing cell matches any value) or "
@@ -405,6 +506,10 @@ def measure_release(
         warnings.simplefilter("ignore")
         l_div, l_note = _l_diversity(release, qis, sensitive)
     n_groups = release.select(qis).unique().height if qis else (1 if release.height else 0)
+    wildcard = _exposure(_group_sizes(release, qis), k) if n_missing and missing_semantics == "value" else exposure
+    w_release = _weights(release, weights)
+    consistent = consistent_counts(release, known, qis) if known is not None else None
+    w_known = _weights(known, weights) if known is not None and weights in known.columns else None
     return ReleaseMeasure(
         n=release.height,
         columns=tuple(release.columns),
@@ -421,6 +526,13 @@ def measure_release(
         exposure_missing_as_value=(
             _exposure(_strict_group_sizes(release, qis), k) if n_missing and missing_semantics == "wildcard" else None
         ),
+        exposure_wildcard=wildcard,
+        consistent_below_k=float(np.mean(consistent < k)) if consistent is not None and consistent.size else None,
+        consistent_n_below_k=int(np.sum(consistent < k)) if consistent is not None else None,
+        consistent_n_one=int(np.sum(consistent == 1)) if consistent is not None else None,
+        population_exposure_at_k=_weighted(sizes < k, w_release),
+        population_consistent_below_k=_weighted(consistent < k, w_known) if consistent is not None else None,
+        weight_column=weights if w_release is not None else None,
         l_diversity=l_div,
         l_diversity_note=l_note,
         interval_disclosure=(
