@@ -212,7 +212,7 @@ def test_consistent_count_matches_brute_force(rows: list[tuple[int, str, bool, b
                            "w": pl.Float64}, orient="row")  # shuffled: the count needs no alignment
     users = pl.DataFrame([(*u, w) for u, w in zip(known, weights, strict=True)],
                          schema={"x": pl.Int64, "s": pl.String, "w": pl.Float64}, orient="row")
-    m = measure_release(release, quasi_identifiers=["x", "s"], k=k, budget=0.05, known=users, weight="w")
+    m = measure_release(release, quasi_identifiers=["x", "s"], k=k, budget=0.05, known=users, weights="w")
     counts = brute_consistent(known, released)
     assert m.consistent_below_k == pytest.approx(sum(c < k for c in counts) / len(counts))
     assert m.consistent_n_below_k == sum(c < k for c in counts)

@@ -778,8 +778,19 @@ def _stated_figures(measure: ReleaseMeasure) -> dict[str, Any]:
 
 
 def _same(value: Any) -> str:
-    """A figure as comparable text (NaN equals NaN)."""
-    return json.dumps(value, sort_keys=True, default=str)
+    """A figure as comparable text (NaN equals NaN; floats to 12 significant digits, since a sum over
+    shuffled rows may differ from the same sum in the input's order in its last bits)."""
+
+    def rounded(v: Any) -> Any:
+        if isinstance(v, float):
+            return float(f"{v:.12g}")
+        if isinstance(v, dict):
+            return {key: rounded(x) for key, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [rounded(x) for x in v]
+        return v
+
+    return json.dumps(rounded(value), sort_keys=True, default=str)
 
 
 def write_outputs(result: PipelineResult, *, inputs: Sequence[str | Path] = ()) -> dict[str, Path]:
