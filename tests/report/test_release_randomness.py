@@ -29,7 +29,8 @@ def test_headline_and_the_two_figures_beside_it() -> None:
 def test_reproducible_runs_and_input_order_are_marked() -> None:
     before, after = _release()
     plain = release_check_section(before, after)  # type: ignore[arg-type]
-    assert "NOT FOR PUBLICATION" not in plain.summary and plain.data["reproducible"] is False
+    assert "NOT FOR PUBLICATION" not in plain.summary
+    assert plain.data["reproducible"] is False
     marked = release_check_section(before, after, reproducible=True, shuffled=False)  # type: ignore[arg-type]
     assert "NOT FOR PUBLICATION" in marked.summary
     assert "shuffle_rows: false" in marked.summary
