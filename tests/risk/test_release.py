@@ -195,7 +195,7 @@ def brute_consistent(known: list[tuple[object, ...]], released: list[tuple[objec
 @given(
     st.lists(
         st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "c"]), st.booleans(), st.booleans(),
-                  st.floats(0.5, 3.0)),
+                  st.floats(1.0, 3.0)),  # sampling weights: population units per record, >= 1
         min_size=1,
         max_size=50,
     ),
