@@ -179,7 +179,8 @@ class Workspace:
             result=result,
             input_figures=figures_of(result.input_measure, released_input, weights=weights),
             release_figures=figures_of(result.release_measure, result.protected, weights=weights),
-            loss=column_loss(frame, result.protected, masked),
+            # the release goes out shuffled: compare each released row with its own input row
+            loss=column_loss(frame if result.row_order is None else frame[result.row_order], result.protected, masked),
             seconds=time.perf_counter() - t0,
         )
 
