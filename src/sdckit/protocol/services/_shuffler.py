@@ -30,7 +30,7 @@ from starlette.concurrency import run_in_threadpool
 from sdckit.errors import MalformedMessageError, SdcError
 from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
-from sdckit.protocol._enrol import Credential, Issuer
+from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
@@ -53,7 +53,7 @@ CREDENTIAL_HEADER = "sdckit-credential"
 """Request header of a token-enrolled submission: one credential per user, comma-separated."""
 _BATCH_LENGTH_HEAD = 9  # b"SDCB" | version | count
 _RECENT_BODIES = 4096
-_MAX_ENROL_USERS = 256
+_MAX_ENROL_PARSE = 4096  # parsed at most; more than MAX_ENROL_USERS is refused with its own message
 _MAX_INVITES = 100_000
 
 
@@ -260,29 +260,39 @@ class EnrolUser(BaseModel):
 
 
 class EnrolRequest(BaseModel):
-    users: list[EnrolUser] = Field(..., min_length=1, max_length=_MAX_ENROL_USERS)
+    users: list[EnrolUser] = Field(..., min_length=1, max_length=_MAX_ENROL_PARSE)
 
 
-class _RateLimit:
-    """At most ``per_minute`` requests per key in any 60 s (memory bounded by pruning)."""
+class RateLimit:
+    """At most ``per_minute`` requests per key in each minute (fixed windows), in a table of at most
+    ``capacity`` keys: O(1) work per call and bounded memory, whatever the number of keys.
 
-    def __init__(self, per_minute: int) -> None:
+    The table is an LRU (``OrderedDict``): a key not seen for the longest time is forgotten first.
+    A flood of new keys can therefore evict a key and give it a fresh window, never block the
+    service. Callers limit only keys that are worth it: a credential after its VOPRF check (a
+    random credential is refused before it reaches the table), an invite after its request parsed.
+    """
+
+    def __init__(self, per_minute: int, capacity: int = 65_536) -> None:
         self.per_minute = per_minute
-        self._hits: dict[bytes, deque[float]] = {}
+        self.capacity = capacity
+        self._hits: OrderedDict[bytes, tuple[float, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def allow(self, key: bytes) -> bool:
         now = time.monotonic()
         with self._lock:
-            if len(self._hits) > 200_000:
-                self._hits = {k: q for k, q in self._hits.items() if q and now - q[-1] < 60}
-            q = self._hits.setdefault(key, deque())
-            while q and now - q[0] >= 60:
-                q.popleft()
-            if len(q) >= self.per_minute:
-                return False
-            q.append(now)
-            return True
+            start, n = self._hits.pop(key, (now, 0))
+            if now - start >= 60.0:
+                start, n = now, 0
+            allowed = n < self.per_minute
+            self._hits[key] = (start, n + 1 if allowed else n)
+            if len(self._hits) > self.capacity:
+                self._hits.popitem(last=False)
+            return allowed
+
+    def __len__(self) -> int:
+        return len(self._hits)
 
 
 def _enrolment_seed(cfg: ServiceConfig) -> bytes:
@@ -334,7 +344,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     cache: dict[str, tuple[float, dict[str, Any]]] = {}
     recent: OrderedDict[bytes, tuple[int, dict[str, Any]]] = OrderedDict()
     recent_lock = threading.Lock()
-    limiter = _RateLimit(cfg.credential_rate)
+    limiter = RateLimit(cfg.credential_rate)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -442,27 +452,63 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
     def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
         """Spend one invite per user (all or none) and blind-evaluate its token inputs (one per
-        round). A retry with the same blinded inputs is answered again."""
+        round). A request is refused whole, spending no invite, when it names more than
+        ``MAX_ENROL_USERS`` users, names an invite twice, or holds an input that is not a group
+        element; the evaluation runs before the invites are spent. A retry with the same blinded
+        inputs is answered again (the same outputs: no new credential)."""
         reg = collection_of(collection)
         if reg.issuer is None:
             raise HTTPException(409, f"collection {collection!r} is open: no enrolment needed")
+        if len(req.users) > MAX_ENROL_USERS:
+            raise HTTPException(
+                413,
+                f"an enrolment request names at most {MAX_ENROL_USERS} users, this one {len(req.users)}; "
+                "split it (no invite was spent)",
+            )
+        codes = [hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest() for u in req.users]
+        if len(set(codes)) != len(codes):
+            twice = next(i for i, c in enumerate(codes) if c in codes[:i])
+            raise HTTPException(
+                400, f"user {twice} names an invite already named in this request: one invite is one user "
+                "(the request was refused whole; no invite was spent)"
+            )
         try:  # checked before any invite is spent
             flat = Issuer.parse([b for u in req.users for b in u.blinded])
         except MalformedMessageError as err:
             raise HTTPException(400, str(err)) from None
-        uses = []
-        for u in req.users:
-            code = hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest()
+        for code in codes:
             if not limiter.allow(b"invite|" + code):
                 raise HTTPException(429, "too many requests for one invite; wait a minute")
-            uses.append((code, hashlib.sha256("|".join(u.blinded).encode()).digest()))
+        # input i of each user is evaluated with round ENROL_ROUNDS[i]'s key, one batch proof per
+        # round; evaluated before the invites are spent, so a failure spends none
+        at = iter(flat)
+        try:
+            evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
+        except MalformedMessageError as err:
+            raise HTTPException(400, f"{err} (no invite was spent)") from None
+        uses = [(c, hashlib.sha256("|".join(u.blinded).encode()).digest()) for c, u in zip(codes, req.users)]
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
-        # input i of each user is evaluated with round ENROL_ROUNDS[i]'s key, one batch proof per round
-        at = iter(flat)
-        evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
         return {"evaluated": evaluated, "issuer_keys": reg.issuer.public_keys}
+
+    def check_credentials(
+        issuer: Issuer, texts: list[str], round_: int
+    ) -> list[Credential] | tuple[int, str]:
+        """Parse, verify (VOPRF), then rate-limit the credentials of a request; off the event loop.
+        Only a valid credential reaches the limiter, so random credentials cannot fill it."""
+        try:
+            creds = [Credential.from_text(t, round_) for t in texts[: cfg.max_batch_messages]]
+        except MalformedMessageError as err:
+            return 400, str(err)
+        if not all(issuer.verify(c) for c in creds):
+            return 403, "a credential was not issued for this collection and round"
+        if len({c.id for c in creds}) != len(creds):
+            return 400, "a credential appears twice in one request"
+        for c in creds:
+            if not limiter.allow(c.id):
+                return 429, "too many requests with one credential; wait a minute"
+        return creds
 
     def answer(h: bytes, status: int, content: dict[str, Any]) -> JSONResponse:
         with recent_lock:
@@ -494,12 +540,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         try:
             outer = unpack_batch(body, max_messages=cfg.max_batch_messages)
         except MalformedMessageError as err:
-            store.reject(collection, round_, 1)
+            await run_in_threadpool(store.reject, collection, round_, 1)
             return answer(h, 400, {"detail": f"not a batch of messages: {err}"})
         length = reg.outer_length(round_)
         wrong = [i for i, m in enumerate(outer) if len(m) != length]
         if wrong:
-            store.reject(collection, round_, len(outer))
+            await run_in_threadpool(store.reject, collection, round_, len(outer))
             detail = (
                 f"message {wrong[0]} has {len(outer[wrong[0]])} bytes; round {round_} messages have {length}"
             )
@@ -514,22 +560,18 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     f"collection {collection!r} admits enrolled users only: send "
                     f"one credential per user in the {CREDENTIAL_HEADER} header",
                 )
-            try:
-                creds = [Credential.from_text(t, round_) for t in texts[: cfg.max_batch_messages]]
-            except MalformedMessageError as err:
-                raise HTTPException(400, str(err)) from None
-            for c in creds:
-                if not limiter.allow(c.id):
-                    raise HTTPException(429, "too many requests with one credential; wait a minute")
-            if not all(reg.issuer.verify(c) for c in creds):
-                return answer(h, 403, {"detail": "a credential was not issued for this collection and round"})
-            if len({c.id for c in creds}) != len(creds):
-                return answer(h, 400, {"detail": "a credential appears twice in one request"})
+            checked = await run_in_threadpool(check_credentials, reg.issuer, texts, round_)
+            if isinstance(checked, tuple):
+                status_, detail = checked
+                if status_ != 403:  # 400 and 429 are not remembered: the same body may come back
+                    raise HTTPException(status_, detail)
+                return answer(h, status_, {"detail": detail})
+            creds = checked
             users = len(creds)
         else:
             users = len(outer) // per_user
         if len(outer) != users * per_user or not outer:
-            store.reject(collection, round_, len(outer))
+            await run_in_threadpool(store.reject, collection, round_, len(outer))
             return answer(
                 h,
                 400,
@@ -548,7 +590,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
         inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
         if error is not None:
-            store.reject(collection, round_, len(outer) - len(inner))
+            await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
         try:
             new = await run_in_threadpool(

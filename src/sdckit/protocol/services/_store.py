@@ -148,6 +148,8 @@ class ShufflerStore(_Store):
         """Spend invites (code hash, request hash), all or none. Returns the problems (empty: spent).
         An invite spent by the same request (a retry) passes again."""
         problems: list[str] = []
+        if len({code for code, _ in uses}) != len(uses):
+            return ["an invite is named twice in one request (one invite is one user)"]
         with self.tx() as cur:
             for i, (code, req) in enumerate(uses):
                 row = cur.execute(
