@@ -57,7 +57,10 @@ class ServiceConfig:
     quarantine_after: int = 20
     """A pool the next hop refuses this many times in a row is quarantined (admin: inspect, retry, drop)."""
     pool_ttl_seconds: float = 30 * 86_400.0
-    """A registered collection expires this long after registration; its pools are then dropped."""
+    """A registered collection expires this long after registration, counted on the shuffler's
+    running time (monotonic clock; a jump of the wall clock changes nothing): it then admits no
+    submission, forwards what it holds, and is forgotten once its pool is empty (acknowledged
+    messages are never dropped by expiry; spent credentials are kept)."""
     credential_rate: int = 10
     """Requests per minute allowed per credential (and per invite); more get 429."""
     curator_verify_key: str = ""

@@ -33,7 +33,8 @@ from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
+from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
@@ -65,9 +66,14 @@ class Registered:
     signed_spec: dict[str, Any]
     policy: Literal["tokens", "open"]
     expires: float
+    """Monotonic deadline (``time.monotonic()``): the operator's ``pool_ttl_seconds`` counted on
+    the shuffler's running time, so a jump of the wall clock neither expires nor extends it."""
     issuer: Issuer | None
     pairs: PairQueries | None = None
     """The curator's pair queries (signed, checked), fetched at the first pair-round submission."""
+    plan: dict[str, Any] | None = None
+    """The curator's signed plan as first relayed (checked with :func:`verify_plan`): pinned, so a
+    plan cannot change once devices have it."""
 
     def per_user(self, round_: int) -> int:
         """Messages of one complete submission: one per feature in round 1, one per pair query in
@@ -145,16 +151,25 @@ class _Forwarder:
                     self._stop.wait(self.cfg.poll_seconds)
 
     def expire(self) -> None:
-        """Forget collections past their expiry (their pools are dropped and counted in the log)."""
-        now = time.time()
+        """Persist each collection's remaining time (a monotonic clock: a jump of the wall clock
+        changes nothing), and forget a collection past its expiry once its pool is empty: an
+        expired collection admits no submission, but what it acknowledged is still forwarded,
+        never dropped. Its spent credentials and invites are kept, so a re-registration cannot
+        admit them again."""
+        now = time.monotonic()
         if now < self._next_expiry:
             return
         self._next_expiry = now + 5.0
         for cid, reg in list(self.registry.items()):
+            self.store.set_remaining(cid, reg.expires - now)
             if reg.expires <= now:
-                dropped = self.store.forget(cid)
+                pooled = self.store.pooled(cid)
+                if pooled:
+                    self.events.add("expired collection still forwarding its pool")
+                    continue
+                self.store.forget(cid)
                 self.registry.pop(cid, None)
-                self.log.info("collection %r expired; %d pooled message(s) dropped", cid, dropped)
+                self.log.info("collection %r expired (nothing pooled); its spent credentials are kept", cid)
 
     def forward_due(self, http: httpx.Client) -> int:
         """Forward what is due; returns the number of messages forwarded or dropped."""
@@ -331,7 +346,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             verify_document(signed, owners["curator"], kind="spec", signer="curator")
         )
         mode: Literal["tokens", "open"] = "open" if policy.get("enrolment") == "open" else "tokens"
-        return Registered(spec, signed, mode, expires, Issuer(seed, cid) if mode == "tokens" else None)
+        return Registered(
+            spec, signed, mode, time.monotonic() + expires, Issuer(seed, cid) if mode == "tokens" else None, plan=policy.get("plan")
+        )
+
+    def policy_of(reg: Registered) -> dict[str, Any]:
+        return {"enrolment": reg.policy, **({"plan": reg.plan} if reg.plan is not None else {})}
 
     for cid, (signed, policy, expires) in store.collections().items():
         registry[cid] = registered(cid, signed, policy, expires)
@@ -345,6 +365,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     recent: OrderedDict[bytes, tuple[int, dict[str, Any]]] = OrderedDict()
     recent_lock = threading.Lock()
     limiter = RateLimit(cfg.credential_rate)
+    pin_lock = threading.Lock()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -367,7 +388,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
     def collection_of(collection: str) -> Registered:
         reg = registry.get(check_id(collection))
-        if reg is None or reg.expires <= time.time():
+        if reg is None or reg.expires <= time.monotonic():
             events.add("unknown collection")
             raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
         return reg
@@ -417,15 +438,51 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             "enrolment": reg.policy,
             "issuer_keys": reg.issuer.public_keys if reg.issuer else None,
             "min_batch": cfg.min_batch_users,
+            "keys": dict(reg.spec.keys),
             "message_lengths": {"1": reg.outer_length(1), "2": reg.outer_length(2)},
         }
         return {"spec": reg.signed_spec, "enrolment": sign_document(signing, "enrolment", "shuffler", terms)}
 
+    def admitted(collection: str) -> int | None:
+        return store.stats(collection, 1)["users"] or None
+
+    def pinned_plan(reg: Registered, collection: str) -> dict[str, Any]:
+        """The plan devices get: the first one relayed, checked against the spec's floors and its
+        own published counts (409 naming the reason otherwise), then fixed for the collection."""
+        if reg.plan is not None:
+            return reg.plan
+        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 0.0)
+        with pin_lock:
+            if reg.plan is not None:
+                return reg.plan
+            try:
+                plan = PublishedPlan.from_dict(verify_document(doc, owners["curator"], kind="plan", signer="curator"))
+                verify_plan(plan, reg.spec, n_users=admitted(collection))
+            except PlanRefusedError as err:
+                events.add("plan refused")
+                raise HTTPException(409, str(err)) from None
+            except (MalformedMessageError, SdcError) as err:
+                raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
+            reg.plan = doc
+            store.register(collection, reg.signed_spec, policy_of(reg), reg.expires - time.monotonic())
+            log.info("plan of %r pinned (%d column(s))", collection, len(plan.columns))
+        return doc
+
     @app.get("/v1/collections/{collection}/plan", tags=["public"])
     def get_plan(collection: str) -> dict[str, Any]:
-        """The curator's published plan, signed by the curator (404 until decided; relayed)."""
-        collection_of(collection)
-        return fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+        """The curator's published plan, signed by the curator (404 until decided; relayed). The
+        first plan relayed is checked (:func:`sdckit.protocol.verify_plan`: 409 with the reason
+        if refused) and pinned: a later change by the curator is never relayed."""
+        reg = collection_of(collection)
+        if reg.plan is None:
+            return pinned_plan(reg, collection)
+        try:  # visible: the curator tried to change a published plan
+            latest = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 5.0)
+            if latest.get("document") != reg.plan.get("document"):
+                events.add("curator changed a pinned plan (ignored)")
+        except HTTPException:
+            pass
+        return reg.plan
 
     @app.get("/v1/collections/{collection}/pairs", tags=["public"])
     def get_pairs(collection: str) -> dict[str, Any]:
@@ -447,6 +504,11 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             raise HTTPException(502, f"the curator's pair queries are not valid: {err}") from None
         if queries.collection != collection or not queries.queries:
             raise HTTPException(409, f"collection {collection!r} has no pair round (no pair asked)")
+        try:
+            verify_pairs(queries, reg.spec, n_users=admitted(collection))
+        except PlanRefusedError as err:
+            events.add("pair queries refused")
+            raise HTTPException(409, str(err)) from None
         reg.pairs = queries
 
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
@@ -527,6 +589,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         check_round(round_)
         if round_ == PAIR_ROUND and reg.pairs is None:
             await run_in_threadpool(pair_queries, reg, collection)
+        if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan
+            await run_in_threadpool(pinned_plan, reg, collection)
         body = await read_body(request, cfg.max_body_bytes, events)
         h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
         with recent_lock:
@@ -609,15 +673,34 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         cache.pop(f"curator/internal/v1/collections/{collection}", None)
         signed = fetch("curator", f"/internal/v1/collections/{collection}", "spec", 0.0)
         old = registry.get(collection)
-        expires = old.expires if old else time.time() + cfg.pool_ttl_seconds
-        policy = {"enrolment": req.enrolment}
-        reg = registered(collection, signed, policy, expires)
+        remaining = old.expires - time.monotonic() if old else cfg.pool_ttl_seconds
+        reg = registered(collection, signed, {"enrolment": req.enrolment}, remaining)
         if reg.spec.suite != key.suite:
             raise HTTPException(422, f"the shuffler's key is {key.suite}; the spec asks for {reg.spec.suite}")
-        store.register(collection, signed, policy, expires)
+        if old is not None and old.spec != reg.spec:
+            raise HTTPException(
+                409,
+                f"collection {collection!r} is registered with another spec; its features, floors and keys are "
+                "fixed (rotate a key by creating a new collection, a visible event)",
+            )
+        pinned = dict(reg.spec.keys)
+        if pinned.get("shuffler", key.public_key().to_text()) != key.public_key().to_text():
+            raise HTTPException(409, f"the spec of {collection!r} pins another shuffler key than this shuffler's")
+        for role in ("curator", "analyst"):  # the owners' keys as relayed must be the pinned ones
+            if role in pinned:
+                cache.pop(f"{role}/internal/v1/keys", None)
+                relayed = fetch(role, "/internal/v1/keys", "keys", 0.0)["document"].get("public_key")
+                if relayed != pinned[role]:
+                    raise HTTPException(
+                        409, f"the {role}'s key is not the one the spec of {collection!r} pins: refused"
+                    )
+        if old is not None:
+            reg.plan, reg.pairs = old.plan, old.pairs
+        policy = policy_of(reg)
+        store.register(collection, signed, policy, remaining)
         registry[collection] = reg
         log.info("collection %r registered (%s)", collection, req.enrolment)
-        return {"collection": collection, "enrolment": req.enrolment, "expires": expires}
+        return {"collection": collection, "enrolment": req.enrolment, "expires_in": remaining}
 
     @app.post("/admin/v1/collections/{collection}/invites", dependencies=[admin], tags=["admin"])
     def invites(collection: str, req: InviteRequest) -> dict[str, Any]:
