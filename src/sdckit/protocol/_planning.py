@@ -133,6 +133,52 @@ def consistent_counts(
     return ok, why
 
 
+def robust_counts(
+    counts: Mapping[str, Mapping[str, int]], n_users: int | None = None
+) -> tuple[dict[str, Counter[str]], int]:
+    """Every feature's counts brought to ``n_users`` users (default: the messages counted divided
+    by the features, rounded), and D, the messages moved to get there.
+
+    A feature counting more messages than users (a participant named it twice inside its one
+    submission) loses the excess from its most common values; one counting fewer (a participant
+    left it out, or its message was rejected) gains the missing users as the redaction marker.
+    [derived] The adjusted counts are the marginals of a table T' of ``n_users`` rows that differs
+    from the released table in at most D rows: the misnamers' rows, at most the deficit, and the
+    honest users whose value was among the removed ones, at most the excess. Moving one row makes
+    at most k users newly exposed (it may leave a group of k, whose k - 1 others fall below k, and
+    sit alone), so a bound B on T' gives B + k D / n on the release (:func:`decide_plan`).
+
+    Examples
+    --------
+    >>> adjusted, moved = robust_counts({"a": {"1": 3, "2": 1}, "b": {"1": 2}}, n_users=3)
+    >>> dict(adjusted["a"]), dict(adjusted["b"]), moved
+    ({'1': 2, '2': 1}, {'1': 2, '{"redacted":true}': 1}, 2)
+    """
+    import heapq
+
+    totals = {f: sum(int(x) for x in c.values()) for f, c in counts.items()}
+    n = int(n_users) if n_users is not None else round(sum(totals.values()) / max(1, len(totals)))
+    out: dict[str, Counter[str]] = {}
+    moved = 0
+    for f, c in counts.items():
+        adjusted = Counter({key: int(x) for key, x in c.items() if int(x) > 0})
+        excess = totals[f] - n
+        if excess > 0:
+            heap = [(-x, key) for key, x in adjusted.items()]
+            heapq.heapify(heap)
+            for _ in range(excess):  # one at a time from the most common value
+                x, key = heapq.heappop(heap)
+                adjusted[key] -= 1
+                if x + 1 < 0:
+                    heapq.heappush(heap, (x + 1, key))
+            adjusted = +adjusted
+        elif excess < 0:
+            adjusted[REDACTED_KEY] += -excess
+        moved += abs(excess)
+        out[f] = adjusted
+    return out, moved
+
+
 def decide_plan(
     counts: Mapping[str, Mapping[str, int]],
     *,
@@ -215,6 +261,24 @@ def decide_plan(
         if unknown:
             raise ParameterError(
                 f"hierarchies for {unknown}: not features counted in round 1 ({sorted(counts)})"
+            )
+    if setting == "fixed" and counts:
+        adjusted, moved = robust_counts(counts, n_users)
+        if moved:
+            return _allowance_plan(
+                adjusted,
+                moved,
+                collection=collection,
+                k=k,
+                budget=budget,
+                method=method,
+                weights=weights,
+                local_suppression=local_suppression,
+                delta=delta,
+                pair_tables=pair_tables,
+                pair_queries=pair_queries,
+                hierarchies=hierarchies,
+                round2_pad=round2_pad,
             )
     counts, inconsistent = consistent_counts(counts, n_users)
 
@@ -457,6 +521,11 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
         log_term = math.log(1.0 / delta)
         d_max = math.ceil(mu + log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * mu * log_term))
         bound += min(1.0, plan.k * d_max / n)
+    moved = ev.get("moved", 0)
+    if not isinstance(moved, int) or moved < 0:
+        _refuse(what, cid, "its count of moved messages is not a count")
+    if moved:
+        bound += min(1.0, plan.k * moved / n)
     if bound > plan.bound * (1 + _TOLERANCE) + 1e-12:
         _refuse(what, cid, f"it claims a bound of {plan.bound:.4g} but its own counts give {bound:.4g}")
     if bound > plan.budget + 1e-12:
@@ -504,6 +573,36 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     return min(1.0, total)
 
 
+def _allowance_plan(
+    adjusted: Mapping[str, Mapping[str, int]], moved: int, *, budget: float, k: int, **rest: Any
+) -> PublishedPlan:
+    """The plan on counts brought to the users (:func:`robust_counts`), within ``budget`` less the
+    allowance k D / n for the D messages moved; its bound includes the allowance."""
+    n = sum(next(iter(adjusted.values())).values())
+    allowance = min(1.0, k * moved / n) if n else 1.0
+    why = f"{moved} message(s) named the wrong feature or were missing (allowance k D/n = {allowance:.4g})"
+    if allowance >= budget:
+        return PublishedPlan(
+            collection=rest["collection"],
+            columns=(),
+            k=k,
+            budget=float(budget),
+            bound=0.0,
+            method=f"nothing released: {why} takes the whole budget",
+            n_round1=n,
+        )
+    plan = decide_plan(adjusted, budget=budget - allowance, k=k, n_users=n, **rest)
+    if not plan.columns:
+        return replace(plan, budget=float(budget))
+    return replace(
+        plan,
+        budget=float(budget),
+        bound=min(1.0, plan.bound + allowance),
+        method=f"{plan.method} + allowance k D/n for D = {moved} ({why})",
+        evidence={**plan.evidence, "moved": moved},
+    )
+
+
 def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy:
     """``hierarchy`` restated on canonical value keys: the row of each key in ``keys`` is the
     encoded label, at every level, of the value the key encodes.
@@ -515,7 +614,6 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
 
     Raises
     ------
-    InputError : a counted value the hierarchy has no row for (names the column and the value).
     ParameterError : more than :data:`MAX_RECODED_VALUES` values (the mapping goes into the plan).
 
     Examples
@@ -526,6 +624,7 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
     """
     from sdckit.anonymize import Hierarchy
     from sdckit.anonymize._hierarchy import as_hierarchy
+    from sdckit.errors import InputError
 
     if len(keys) > MAX_RECODED_VALUES:
         raise ParameterError(
@@ -534,12 +633,17 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
             "withheld) or coarsen it before round 1"
         )
     h = as_hierarchy(hierarchy, column)
-    table = {
-        key: tuple(
-            encode_value(h.label(decode_value(key), level, column)) for level in range(1, h.n_levels + 1)
-        )
-        for key in keys
-    }
+    def row(key: str) -> tuple[str, ...]:
+        if key == REDACTED_KEY:  # a redacted value (a missing message) stays redacted
+            return (REDACTED_KEY,) * h.n_levels
+        try:
+            return tuple(
+                encode_value(h.label(decode_value(key), level, column)) for level in range(1, h.n_levels + 1)
+            )
+        except InputError:  # a value the hierarchy has no row for: redacted at every level, not an error
+            return (REDACTED_KEY,) * h.n_levels
+
+    table = {key: row(key) for key in keys}
     return Hierarchy(table=table, name=h.name)
 
 
@@ -561,7 +665,11 @@ def _recoding_plan(
 
     keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
     plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method, hierarchies=keyed)
-    recodings = {c: dict(r["mapping"]) for c, r in plan.recodings.items()}
+    # a value that generalises to the marker (a missing message, a value outside the hierarchy) is
+    # left out of the mapping: users send it as the marker (PublishedPlan.generalise)
+    recodings = {
+        c: {a: b for a, b in r["mapping"].items() if REDACTED_KEY not in (a, b)} for c, r in plan.recodings.items()
+    }
     if (size := recoding_bytes(recodings)) > MAX_RECODING_BYTES:
         raise ParameterError(
             f"the recodings of {sorted(recodings)} would hold {size:,} bytes in the plan (at most "
