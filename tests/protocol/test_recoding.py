@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sdckit.cli import app
-from sdckit.errors import ConfigError, InfeasibleError, InputError, ParameterError
+from sdckit.errors import ConfigError, InfeasibleError, ParameterError
 from sdckit.protocol import (
     REDACTED,
     Analyst,

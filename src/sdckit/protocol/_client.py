@@ -8,8 +8,8 @@ import asyncio
 import random
 import socket
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -17,8 +17,8 @@ import httpx
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
-from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
 from sdckit.protocol._wire import encode_value, pack_batch
 from sdckit.protocol.parties import User
@@ -286,7 +286,18 @@ class Client:
         # a value the published counts do not list is rare (merged): sent redacted whatever the
         # queries' redact lists say
         redact = {
-            c: tuple(sorted({*q.redact.get(c, ()), *([encode_value(row[c])] if encode_value(row[c]) not in queries.evidence.get(c, {}) else [])}))
+            c: tuple(
+                sorted(
+                    {
+                        *q.redact.get(c, ()),
+                        *(
+                            [encode_value(row[c])]
+                            if encode_value(row[c]) not in queries.evidence.get(c, {})
+                            else []
+                        ),
+                    }
+                )
+            )
             for q in queries.queries
             for c in q.columns
         }

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from sdckit.errors import ParameterError
 from sdckit.protocol._spec import (
     MAX_RECODED_VALUES,
-    CollectionSpec,
     MAX_RECODING_BYTES,
+    CollectionSpec,
     PairQueries,
     PairQuery,
     PublishedPlan,
@@ -285,8 +285,14 @@ def decide_plan(
     def replan(**changes: Any) -> PublishedPlan:
         """This decision again on the consistent counts, with ``changes`` to its parameters."""
         same: dict[str, Any] = {
-            "collection": collection, "k": k, "budget": budget, "method": method, "weights": weights,
-            "setting": setting, "n_release": n_release, "delta": delta,
+            "collection": collection,
+            "k": k,
+            "budget": budget,
+            "method": method,
+            "weights": weights,
+            "setting": setting,
+            "n_release": n_release,
+            "delta": delta,
         }
         return decide_plan(counts, **{**same, **changes})
 
@@ -367,7 +373,11 @@ def decide_plan(
         bound, how = bound + allowance, f"{how} + decoy allowance k D/n (D <= {d_max}, delta={delta:g})"
     extra: dict[str, Any] = {}
     if setting == "statistical":
-        extra = {"n_release": int(n_release or n1), "delta": float(delta), "candidates": len(marginals.columns)}
+        extra = {
+            "n_release": int(n_release or n1),
+            "delta": float(delta),
+            "candidates": len(marginals.columns),
+        }
     elif redactions:
         extra = {"delta": float(delta)}
     return PublishedPlan(
@@ -414,7 +424,9 @@ def plan_evidence(marginals: Marginals, columns: Sequence[str], **extra: Any) ->
                 "cells": sorted(
                     [*(_key_text(v) for v in cell), int(x)]
                     for cell, x in zip(
-                        b.values + b.redacted_values, [*b.counts.tolist(), *b.redacted_counts.tolist()], strict=True
+                        b.values + b.redacted_values,
+                        [*b.counts.tolist(), *b.redacted_counts.tolist()],
+                        strict=True,
                     )
                 ),
             }
@@ -438,7 +450,11 @@ def _floors(what: str, spec: CollectionSpec, collection: str, k: int, budget: fl
     if k < spec.min_k:
         _refuse(what, collection, f"k = {k} is below the collection's floor min_k = {spec.min_k}")
     if budget > spec.max_budget + 1e-12:
-        _refuse(what, collection, f"budget {budget:g} is above the collection's ceiling max_budget = {spec.max_budget:g}")
+        _refuse(
+            what,
+            collection,
+            f"budget {budget:g} is above the collection's ceiling max_budget = {spec.max_budget:g}",
+        )
     if bound > budget + 1e-12:
         _refuse(what, collection, f"its bound {bound:.4g} is above its budget {budget:g}")
 
@@ -551,7 +567,9 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     cols = sorted({c for q in queries.queries for c in q.columns})
     ev = queries.evidence
     if set(ev) != set(cols):
-        _refuse(what, cid, "they do not publish the counts of their columns, so their bounds cannot be checked")
+        _refuse(
+            what, cid, "they do not publish the counts of their columns, so their bounds cannot be checked"
+        )
     for c in cols:
         rare = [key for key, x in ev[c].items() if key != REDACTED_KEY and x < queries.k]
         if rare:
@@ -566,7 +584,11 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     for q in queries.queries:
         b = float(joint_exposure_bound(marginals, k=queries.k, columns=list(q.columns)))
         if b > q.bound * (1 + _TOLERANCE) + 1e-12:
-            _refuse(what, cid, f"query {list(q.columns)} claims a bound of {q.bound:.4g} but the counts give {b:.4g}")
+            _refuse(
+                what,
+                cid,
+                f"query {list(q.columns)} claims a bound of {q.bound:.4g} but the counts give {b:.4g}",
+            )
         total += b
     if min(1.0, total) > queries.budget + 1e-12:
         _refuse(what, cid, f"their bounds add up to {total:.4g}, above the budget {queries.budget:g}")
@@ -633,6 +655,7 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
             "withheld) or coarsen it before round 1"
         )
     h = as_hierarchy(hierarchy, column)
+
     def row(key: str) -> tuple[str, ...]:
         if key == REDACTED_KEY:  # a redacted value (a missing message) stays redacted
             return (REDACTED_KEY,) * h.n_levels
@@ -668,7 +691,8 @@ def _recoding_plan(
     # a value that generalises to the marker (a missing message, a value outside the hierarchy) is
     # left out of the mapping: users send it as the marker (PublishedPlan.generalise)
     recodings = {
-        c: {a: b for a, b in r["mapping"].items() if REDACTED_KEY not in (a, b)} for c, r in plan.recodings.items()
+        c: {a: b for a, b in r["mapping"].items() if REDACTED_KEY not in (a, b)}
+        for c, r in plan.recodings.items()
     }
     if (size := recoding_bytes(recodings)) > MAX_RECODING_BYTES:
         raise ParameterError(
@@ -692,7 +716,8 @@ def _recoding_plan(
         setting="fixed",
         recodings=recodings,
         evidence=plan_evidence(
-            marginals.select(list(columns)).recode({c: recodings[c] for c in columns if c in recodings}), columns
+            marginals.select(list(columns)).recode({c: recodings[c] for c in columns if c in recodings}),
+            columns,
         )
         if columns
         else {},

@@ -61,6 +61,11 @@ class ServiceConfig:
     running time (monotonic clock; a jump of the wall clock changes nothing): it then admits no
     submission, forwards what it holds, and is forgotten once its pool is empty (acknowledged
     messages are never dropped by expiry; spent credentials are kept)."""
+    close_after_seconds: float | None = None
+    """Shuffler: a round closes (as by the admin's flush) this long after its first message (None:
+    only by the flush). Users who arrive later are held until ``min_batch`` of them arrived."""
+    close_after_users: int | None = None
+    """Shuffler: a round closes once it admitted this many users (None: no count)."""
     credential_rate: int = 10
     """Requests per minute allowed per credential (and per invite); more get 429."""
     curator_verify_key: str = ""

@@ -14,7 +14,7 @@ import hashlib
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -32,8 +32,8 @@ from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
-from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
@@ -73,7 +73,10 @@ class Registered:
     """The curator's pair queries (signed, checked), fetched at the first pair-round submission."""
     plan: dict[str, Any] | None = None
     """The curator's signed plan as first relayed (checked with :func:`verify_plan`): pinned, so a
-    plan cannot change once devices have it."""
+    plan cannot change once devices have it (in memory)."""
+    plan_hash: str | None = None
+    """SHA-256 of the pinned plan's document (kept on disk instead of the plan's counts, so after
+    a restart a changed plan is still refused)."""
 
     def per_user(self, round_: int) -> int:
         """Messages of one complete submission: one per feature in round 1, one per pair query in
@@ -117,6 +120,7 @@ class _Forwarder:
         self._backoff = 0.0
         self._pair_backoff: dict[tuple[str, int], float] = {}
         self._retry_at: dict[tuple[str, int], float] = {}
+        self._opened: dict[tuple[str, int], float] = {}
         self._next_expiry = 0.0
 
     def start(self) -> None:
@@ -159,7 +163,7 @@ class _Forwarder:
         now = time.monotonic()
         if now < self._next_expiry:
             return
-        self._next_expiry = now + 5.0
+        self._next_expiry = now + min(5.0, max(0.5, 10 * self.cfg.poll_seconds))
         for cid, reg in list(self.registry.items()):
             self.store.set_remaining(cid, reg.expires - now)
             if reg.expires <= now:
@@ -180,6 +184,10 @@ class _Forwarder:
             reg = self.registry.get(collection)
             if reg is None or self._retry_at.get(pair, 0.0) > now:
                 continue
+            if not flushed and self._closes(pair, now):
+                self.store.flush(collection, round_)
+                self.log.info("round %d of %r closed on schedule", round_, collection)
+                flushed = True
             if round_ == PAIR_ROUND and reg.pairs is None:
                 continue  # after a restart: held until a submission or the flush fetches the queries
             reserve = self.cfg.min_batch_users * reg.per_user(round_)
@@ -222,6 +230,16 @@ class _Forwarder:
             self._pair_backoff.pop(pair, None)
             self._retry_at.pop(pair, None)
         return moved
+
+    def _closes(self, pair: tuple[str, int], now: float) -> bool:
+        """Whether a round closes now: ``close_after_seconds`` after its first pooled message (on
+        the monotonic clock; after a restart, counted from the restart) or once it admitted
+        ``close_after_users`` users."""
+        opened = self._opened.setdefault(pair, now)
+        after, users = self.cfg.close_after_seconds, self.cfg.close_after_users
+        if after is not None and now - opened >= after:
+            return True
+        return users is not None and self.store.stats(*pair)["users"] >= users
 
     def _chunk_messages(self, reg: Registered, round_: int) -> int:
         inner = sealed_length(reg.spec.suite, reg.inner_pad(round_))
@@ -270,7 +288,10 @@ class InviteRequest(BaseModel):
 class EnrolUser(BaseModel):
     invite: str = Field(..., min_length=8, max_length=200)
     blinded: list[str] = Field(
-        ..., min_length=1, max_length=3, description="one per round, in the order round 1, round 2, pair round"
+        ...,
+        min_length=1,
+        max_length=3,
+        description="one per round, in the order round 1, round 2, pair round",
     )
 
 
@@ -347,11 +368,22 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         )
         mode: Literal["tokens", "open"] = "open" if policy.get("enrolment") == "open" else "tokens"
         return Registered(
-            spec, signed, mode, time.monotonic() + expires, Issuer(seed, cid) if mode == "tokens" else None, plan=policy.get("plan")
+            spec,
+            signed,
+            mode,
+            time.monotonic() + expires,
+            Issuer(seed, cid) if mode == "tokens" else None,
+            plan_hash=policy.get("plan_sha256"),
         )
 
     def policy_of(reg: Registered) -> dict[str, Any]:
-        return {"enrolment": reg.policy, **({"plan": reg.plan} if reg.plan is not None else {})}
+        return {"enrolment": reg.policy, **({"plan_sha256": reg.plan_hash} if reg.plan_hash else {})}
+
+    def document_hash(doc: dict[str, Any]) -> str:
+        import json
+
+        text = json.dumps(doc.get("document"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     for cid, (signed, policy, expires) in store.collections().items():
         registry[cid] = registered(cid, signed, policy, expires)
@@ -455,15 +487,22 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         with pin_lock:
             if reg.plan is not None:
                 return reg.plan
+            if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
+                events.add("curator changed a pinned plan (refused)")
+                raise HTTPException(
+                    409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                )
             try:
-                plan = PublishedPlan.from_dict(verify_document(doc, owners["curator"], kind="plan", signer="curator"))
+                plan = PublishedPlan.from_dict(
+                    verify_document(doc, owners["curator"], kind="plan", signer="curator")
+                )
                 verify_plan(plan, reg.spec, n_users=admitted(collection))
             except PlanRefusedError as err:
                 events.add("plan refused")
                 raise HTTPException(409, str(err)) from None
             except (MalformedMessageError, SdcError) as err:
                 raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
-            reg.plan = doc
+            reg.plan, reg.plan_hash = doc, document_hash(doc)
             store.register(collection, reg.signed_spec, policy_of(reg), reg.expires - time.monotonic())
             log.info("plan of %r pinned (%d column(s))", collection, len(plan.columns))
         return doc
@@ -531,8 +570,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         if len(set(codes)) != len(codes):
             twice = next(i for i, c in enumerate(codes) if c in codes[:i])
             raise HTTPException(
-                400, f"user {twice} names an invite already named in this request: one invite is one user "
-                "(the request was refused whole; no invite was spent)"
+                400,
+                f"user {twice} names an invite already named in this request: one invite is one user "
+                "(the request was refused whole; no invite was spent)",
             )
         try:  # checked before any invite is spent
             flat = Issuer.parse([b for u in req.users for b in u.blinded])
@@ -548,7 +588,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
         except MalformedMessageError as err:
             raise HTTPException(400, f"{err} (no invite was spent)") from None
-        uses = [(c, hashlib.sha256("|".join(u.blinded).encode()).digest()) for c, u in zip(codes, req.users)]
+        uses = [
+            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
+            for c, u in zip(codes, req.users, strict=False)
+        ]
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
@@ -685,7 +728,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             )
         pinned = dict(reg.spec.keys)
         if pinned.get("shuffler", key.public_key().to_text()) != key.public_key().to_text():
-            raise HTTPException(409, f"the spec of {collection!r} pins another shuffler key than this shuffler's")
+            raise HTTPException(
+                409, f"the spec of {collection!r} pins another shuffler key than this shuffler's"
+            )
         for role in ("curator", "analyst"):  # the owners' keys as relayed must be the pinned ones
             if role in pinned:
                 cache.pop(f"{role}/internal/v1/keys", None)
@@ -695,7 +740,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                         409, f"the {role}'s key is not the one the spec of {collection!r} pins: refused"
                     )
         if old is not None:
-            reg.plan, reg.pairs = old.plan, old.pairs
+            reg.plan, reg.plan_hash, reg.pairs = old.plan, old.plan_hash, old.pairs
         policy = policy_of(reg)
         store.register(collection, signed, policy, remaining)
         registry[collection] = reg
@@ -718,7 +763,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def flush(collection: str, round_: int) -> dict[str, int]:
         """Close a round: forward its pool below the batch threshold, if it holds at least
         ``min_batch`` users (otherwise held or dropped, per ``at_close``)."""
-        reg = collection_of(collection)
+        reg = registry.get(check_id(collection))  # also an expired one: its pool is still forwarded
+        if reg is None:
+            raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
         store.flush(collection, check_round(round_))
         if round_ == PAIR_ROUND and reg.pairs is None:
             # after a restart the queries are fetched again here, so a pool whose users have all
@@ -726,7 +773,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             try:
                 pair_queries(reg, collection)
             except HTTPException as err:
-                log.warning("round %d of %r: pair queries unavailable (%s); pool held", round_, collection, err.detail)
+                log.warning(
+                    "round %d of %r: pair queries unavailable (%s); pool held", round_, collection, err.detail
+                )
         return store.stats(collection, round_)
 
     @app.get("/admin/v1/collections/{collection}/rounds/{round_}", dependencies=[admin], tags=["admin"])
