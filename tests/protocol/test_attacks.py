@@ -726,6 +726,7 @@ def test_24_4_the_curator_cannot_single_users_out_through_its_plan_or_queries(
         "k": 1,
         "budget": 1.0,
         "bound": 0.0,
+        "pad": 256,
         "queries": [{"columns": list(q), "redact": {}, "bound": 0.0} for q in every],
     }
     _curator_db(dep, "INSERT INTO pair_queries (collection, doc) VALUES (?, ?)", (cid, json_.dumps(forged)))
@@ -742,6 +743,7 @@ def test_24_4_the_curator_cannot_single_users_out_through_its_plan_or_queries(
         _submit_url(dep, cid, 3),
         content=pack_batch(msgs),
         headers=credential_header([clients[0].credentials[3]]),
+        timeout=60,
     )
     assert r.status_code == 409 and "refused" in r.text, r.text
     assert _stats(dep, cid, 3)["users"] == 0
@@ -764,7 +766,7 @@ def test_24_4_the_curator_cannot_single_users_out_through_its_plan_or_queries(
         clients[1].plan()
     with pytest.raises(PlanRefusedError):  # given by the caller: checked too, nothing sent
         clients[1].send_round2(rows[1], plan=PublishedPlan.from_dict(false))
-    r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan")
+    r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60)
     assert r.status_code == 409
     assert "0.004" in r.text
     msgs = [clients[2].user().round2(rows[2], PublishedPlan.from_dict(false))]
@@ -772,6 +774,7 @@ def test_24_4_the_curator_cannot_single_users_out_through_its_plan_or_queries(
         _submit_url(dep, cid, 2),
         content=pack_batch(msgs),
         headers=credential_header([clients[2].credentials[2]]),
+        timeout=60,
     )
     assert r.status_code == 409
     assert _stats(dep, cid, 2)["users"] == 0  # no row went out
@@ -811,7 +814,6 @@ def test_24_5_a_published_plan_is_pinned_and_its_bound_is_checked(
     assert got is not None
     assert got.to_dict() == first
     assert verify_plan(got, full_spec) <= got.bound  # the recomputed bound backs the claim
-    _post(dep, "shuffler", f"/admin/v1/collections/{cid}/rounds/2/flush").raise_for_status()
     for c, row in zip(clients[:20], rows[:20], strict=True):
         c.send_round2(row)
     other = _post(dep, "curator", f"/admin/v1/collections/{cid}/plan", json={"k": 5, "budget": 0.01}).json()
@@ -821,6 +823,7 @@ def test_24_5_a_published_plan_is_pinned_and_its_bound_is_checked(
         assert plan is not None
         assert plan.to_dict() == first
         c.send_round2(row, plan=plan)
+    _post(dep, "shuffler", f"/admin/v1/collections/{cid}/rounds/2/flush").raise_for_status()
     _wait(lambda: _tally(dep, "analyst", cid)["accepted"] == len(rows))
     assert _tally(dep, "analyst", cid)["rejected"] == 0  # 0 rows rejected
     for c in clients:

@@ -146,6 +146,14 @@ class Client:
         r = self._request("GET", f"{self.shuffler_url}{path}")
         if r.status_code == 404 and kind in ("plan", "pairs"):  # not published yet
             return None
+        if r.status_code == 409 and kind in ("plan", "pairs"):  # the shuffler refused to relay it
+            from sdckit.protocol._spec import PlanRefusedError
+
+            try:
+                detail = r.json().get("detail", r.text)
+            except ValueError:
+                detail = r.text
+            raise PlanRefusedError(f"{kind} of {self.collection!r}: {detail}")
         _raise_for(r, f"{kind} of {self.collection!r}")
         if role not in self._owners:
             raise ParameterError(f"give {role}_verify_key= to check the {role}'s {kind}")

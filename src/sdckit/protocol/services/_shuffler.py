@@ -630,11 +630,11 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         stored durably and the credentials spent; a retry of the same body is answered 202 again."""
         reg = collection_of(collection)
         check_round(round_)
+        body = await read_body(request, cfg.max_body_bytes, events)
         if round_ == PAIR_ROUND and reg.pairs is None:
             await run_in_threadpool(pair_queries, reg, collection)
         if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan
             await run_in_threadpool(pinned_plan, reg, collection)
-        body = await read_body(request, cfg.max_body_bytes, events)
         h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
         with recent_lock:
             seen = recent.get(h)
