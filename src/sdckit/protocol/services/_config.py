@@ -58,7 +58,8 @@ class ServiceConfig:
     """A pool the next hop refuses this many times in a row is quarantined (admin: inspect, retry, drop)."""
     pool_ttl_seconds: float = 30 * 86_400.0
     """A registered collection expires this long after registration, counted on the shuffler's
-    running time (monotonic clock; a jump of the wall clock changes nothing): it then admits no
+    running time (monotonic clock; a jump of the wall clock changes nothing; the time left is stored
+    at each clean stop, so after a crash the run since the last stop is not counted): it then admits no
     submission, forwards what it holds, and is forgotten once its pool is empty (acknowledged
     messages are never dropped by expiry; spent credentials are kept)."""
     close_after_seconds: float | None = None

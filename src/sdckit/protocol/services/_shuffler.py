@@ -154,9 +154,16 @@ class _Forwarder:
                 if not moved:
                     self._stop.wait(self.cfg.poll_seconds)
 
+    def persist_remaining(self) -> None:
+        """Store each collection's remaining running time (at a clean stop; no write while running,
+        so the write-ahead log holds nothing between forwards)."""
+        now = time.monotonic()
+        for cid, reg in list(self.registry.items()):
+            self.store.set_remaining(cid, reg.expires - now)
+
     def expire(self) -> None:
-        """Persist each collection's remaining time (a monotonic clock: a jump of the wall clock
-        changes nothing), and forget a collection past its expiry once its pool is empty: an
+        """Check expiry on the monotonic clock (a jump of the wall clock changes nothing), and
+        forget a collection past its expiry once its pool is empty: an
         expired collection admits no submission, but what it acknowledged is still forwarded,
         never dropped. Its spent credentials and invites are kept, so a re-registration cannot
         admit them again."""
@@ -165,7 +172,6 @@ class _Forwarder:
             return
         self._next_expiry = now + min(5.0, max(0.5, 10 * self.cfg.poll_seconds))
         for cid, reg in list(self.registry.items()):
-            self.store.set_remaining(cid, reg.expires - now)
             if reg.expires <= now:
                 pooled = self.store.pooled(cid)
                 if pooled:
@@ -411,6 +417,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         yield
         if start_forwarder:
             forwarder.stop()
+        forwarder.persist_remaining()
         events.flush()
         relay_http.close()
         store.close()
