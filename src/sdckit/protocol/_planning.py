@@ -615,7 +615,7 @@ def _allowance_plan(
         )
     plan = decide_plan(adjusted, budget=budget - allowance, k=k, n_users=n, **rest)
     if not plan.columns:
-        return replace(plan, budget=float(budget))
+        return replace(plan, budget=float(budget), method=f"{plan.method}; within budget - k D/n ({why})")
     return replace(
         plan,
         budget=float(budget),
