@@ -391,8 +391,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         text = json.dumps(doc.get("document"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    for cid, (signed, policy, expires) in store.collections().items():
-        registry[cid] = registered(cid, signed, policy, expires)
+    for cid, (signed, policy, remaining) in store.collections().items():
+        # an operator who lowered pool_ttl_seconds lowers it for the registered collections too
+        registry[cid] = registered(cid, signed, policy, min(remaining, cfg.pool_ttl_seconds))
     forwarder = _Forwarder(cfg, store, registry, events)
     relay_http = httpx.Client(
         timeout=30.0,
