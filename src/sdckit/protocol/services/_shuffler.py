@@ -494,7 +494,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         own published counts (409 naming the reason otherwise), then fixed for the collection."""
         if reg.plan is not None:
             return reg.plan
-        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 0.0)
+        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
         with pin_lock:
             if reg.plan is not None:
                 return reg.plan
@@ -644,8 +644,6 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         body = await read_body(request, cfg.max_body_bytes, events)
         if round_ == PAIR_ROUND and reg.pairs is None:
             await run_in_threadpool(pair_queries, reg, collection)
-        if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan
-            await run_in_threadpool(pinned_plan, reg, collection)
         h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
         with recent_lock:
             seen = recent.get(h)
@@ -698,6 +696,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     f"submission of round {round_} has {per_user} per user"
                 },
             )
+        if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
+            await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: junk never reaches the curator)
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
