@@ -4,6 +4,7 @@ shuffler relays its signed spec, plan and key (``/internal/...``, relay token)."
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import replace
 from typing import Any
@@ -100,6 +101,9 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             pair_parties[cid] = PairCurator(key, parties[cid].spec, PairQueries.from_dict(doc))
 
     app = receiver_app(cfg, key, signing, store, log, "curator")
+    # the planner (sdckit.risk: numpy, polars, numba) takes seconds to import on a loaded machine:
+    # import it in the background at start, so the first plan request does not wait for it
+    threading.Thread(target=importlib.import_module, args=("sdckit.risk",), name="warm-risk", daemon=True).start()
     admin = Depends(bearer(cfg.admin_token, "admin"))
     relay = Depends(bearer(cfg.relay_token, "relay"))
     creating = threading.Lock()
