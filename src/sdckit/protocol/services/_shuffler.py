@@ -415,9 +415,6 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         )
         if start_forwarder:
             forwarder.start()
-        # the plan check imports sdckit.risk (numpy, polars) once: warm it in the background so the
-        # first round-2 submission does not wait for the import
-        threading.Thread(target=_warm_plan_check, name="warm-plan-check", daemon=True).start()
         yield
         if start_forwarder:
             forwarder.stop()
@@ -828,18 +825,6 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     app.state.store = store
     app.state.forwarder = forwarder
     return app
-
-
-def _warm_plan_check() -> None:
-    try:
-        spec = CollectionSpec(id="warm", features=("a",))
-        plan = PublishedPlan(
-            collection="warm", columns=("a",), k=2, budget=0.1, bound=1.0, method="warm", n_round1=4,
-            evidence={"n": 4, "counts": {"a": {"1": 2, "2": 2}}},
-        )
-        verify_plan(plan, spec)
-    except Exception:  # a refusal or anything else: only the import mattered
-        pass
 
 
 def _strip_all(
