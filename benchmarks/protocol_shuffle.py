@@ -55,6 +55,20 @@ def voprf_floor(rounds: int = 2) -> float:
     return bench(once, repeat=5).median / 32
 
 
+def plan_check_floor(df: Any) -> float:
+    """Seconds a device spends checking a published plan (issue 24: the floors and the bound
+    recomputed from the counts published with it), on Adult's 4 features."""
+    from collections import Counter
+
+    from sdckit.protocol import CollectionSpec, decide_plan, encode_value, verify_plan
+
+    rows = df.select(FEATURES_4).rows(named=True)
+    counts = {f: Counter(encode_value(r[f]) for r in rows) for f in FEATURES_4}
+    plan = decide_plan(counts, collection="bench", k=5, budget=0.05)
+    spec = CollectionSpec(id="bench", features=tuple(FEATURES_4), min_k=5, max_budget=0.05)
+    return bench(lambda: verify_plan(plan, spec), repeat=5).median
+
+
 def _cpu() -> float:
     """CPU seconds of this process and of its reaped children (the three services and the sealing
     workers are reaped when :func:`simulate` returns): far less sensitive to a shared machine's
@@ -84,6 +98,7 @@ def main() -> None:
     t_enrol = voprf_floor()
     emit("protocol VOPRF enrolment per user (2 rounds)", t_enrol)
     emit("protocol VOPRF enrolment per user (3 rounds: with the pair round)", voprf_floor(3))
+    emit("protocol plan check on a device (floors + bound from the published counts)", plan_check_floor(df))
     for label, cols in feature_sets:
         totals, cpu = {}, {}
         for enrolment in ("open", "tokens"):

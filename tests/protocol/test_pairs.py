@@ -224,7 +224,7 @@ def test_the_shuffler_admits_the_pair_round_like_the_others(frame: pl.DataFrame,
 
     cols = ("race", "sex", "marital-status")
     rows = list(frame.head(40).select(cols).rows(named=True))
-    spec = CollectionSpec(id="pairs-http", features=cols)
+    spec = CollectionSpec(id="pairs-http", features=cols, max_budget=1.0)
     with LocalDeployment(tmp_path, batch_threshold=1, poll_seconds=0.05) as dep, dep.admin() as admin:
         dep.create(spec, enrolment="open")
         sh, cu = dep.urls["shuffler"], dep.urls["curator"]
@@ -240,8 +240,10 @@ def test_the_shuffler_admits_the_pair_round_like_the_others(frame: pl.DataFrame,
         tally = f"{cu}/admin/v1/collections/{spec.id}/tally"
         wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * len(cols))
         r = admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 1, "budget": 1.0})
+        assert r.status_code == 422  # below the spec's min_k (issue 24): devices would refuse it
+        r = admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 2, "budget": 1.0})
         assert r.status_code == 200, r.text
-        assert admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 2}).status_code == 409
+        assert admin.post(f"{cu}/admin/v1/collections/{spec.id}/pairs", json={"k": 3}).status_code == 409
         with dep.client(spec.id) as client:
             queries = client.pairs()  # relayed, signature checked
         assert queries is not None
@@ -254,8 +256,17 @@ def test_the_shuffler_admits_the_pair_round_like_the_others(frame: pl.DataFrame,
         wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * (len(cols) + 3))
         got = admin.get(f"{cu}/admin/v1/collections/{spec.id}/pairs/tables").json()["tables"]
     counted = {tuple(t["columns"]): {tuple(c[:2]): c[2] for c in t["cells"]} for t in got}
+    marker = encode_value(REDACTED)
     want = {
-        q.columns: dict(Counter(tuple(encode_value(row[c]) for c in q.columns) for row in rows))
+        q.columns: dict(
+            Counter(
+                tuple(
+                    marker if encode_value(row[c]) in q.redact.get(c, ()) else encode_value(row[c])
+                    for c in q.columns
+                )
+                for row in rows
+            )
+        )
         for q in queries.queries
     }
     assert counted == want
@@ -276,7 +287,7 @@ def test_enrolled_devices_take_part_in_all_three_rounds_with_the_client(
     from sdckit.protocol.services._launch import LocalDeployment
 
     rows = list(frame.head(100).rows(named=True))
-    spec = CollectionSpec(id="pairs-devices", features=COLUMNS)
+    spec = CollectionSpec(id="pairs-devices", features=COLUMNS, max_budget=BUDGET)
     with LocalDeployment(tmp_path, batch_threshold=10_000, min_batch=5, poll_seconds=0.05) as dep:
         dep.create(spec, enrolment="tokens")
         admin = dep.admin()

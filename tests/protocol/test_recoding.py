@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sdckit.cli import app
-from sdckit.errors import ConfigError, InfeasibleError, InputError, ParameterError
+from sdckit.errors import ConfigError, InfeasibleError, ParameterError
 from sdckit.protocol import (
     REDACTED,
     Analyst,
@@ -165,13 +165,13 @@ def test_the_recoded_release_never_exceeds_the_bound(
     assert set(plan.recodings) <= {"a"}
 
 
-def test_key_hierarchy_labels_numbers_by_value_and_names_an_unknown_one() -> None:
+def test_key_hierarchy_labels_numbers_by_value_and_redacts_an_unknown_one() -> None:
     h = key_hierarchy("adult:age", "age", [encode_value(39), encode_value(39.0), encode_value("39"), "null"])
     assert h.table["39"] == h.table["39.0"] == h.table['"39"']
     assert h.table["39"][1] == encode_value("[30, 40)")
     assert h.table["null"] == ("null",) * h.n_levels  # a missing value stays missing below the top
-    with pytest.raises(InputError, match=r"column 'age': value '200'"):
-        key_hierarchy("adult:age", "age", [encode_value(200)])
+    # a value outside the hierarchy is redacted at every level (issue 24: not a 422 at plan time)
+    assert key_hierarchy("adult:age", "age", [encode_value(200)]).table["200"] == (encode_value(REDACTED),) * 4
     with pytest.raises(ParameterError, match="at most"):
         key_hierarchy("adult:age", "age", [str(i) for i in range(MAX_RECODED_VALUES + 1)])
 

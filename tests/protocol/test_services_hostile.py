@@ -133,7 +133,7 @@ def _auth(dep: LocalDeployment, path: str) -> dict[str, str]:
 
 def _hostile_bodies(rng: np.random.Generator) -> list[tuple[str, bytes | Iterator[bytes], dict[str, str]]]:
     """(name, body, headers) of bodies no route may accept."""
-    spec = json.dumps(CollectionSpec(id=CID, features=FEATURES).to_dict()).encode()
+    spec = json.dumps(CollectionSpec(id=CID, features=FEATURES, max_budget=0.5).to_dict()).encode()
     js = {"content-type": "application/json"}
     bodies: list[tuple[str, bytes | Iterator[bytes], dict[str, str]]] = []
     for n in rng.integers(0, 4096, size=6):
@@ -177,7 +177,7 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
     routes = _routes(dep)
     assert {m for _, m, _, _ in routes} >= {"GET", "POST", "PUT"}
     assert len(routes) >= 15
-    spec = CollectionSpec(id=CID, features=FEATURES)
+    spec = CollectionSpec(id=CID, features=FEATURES, max_budget=0.5)
     admin_h = {"authorization": f"Bearer {dep.admin_token}"}
     relay_h = {"authorization": f"Bearer {dep.relay_token}"}
     deadline = time.monotonic() + BARRAGE_SECONDS

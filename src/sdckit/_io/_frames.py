@@ -52,6 +52,54 @@ _READERS = {
 }
 
 
+MAX_DECOMPRESSED_BYTES = 2 << 30
+"""Largest size (bytes, 2 GiB) a gzipped input may expand to; a larger file is refused."""
+MAX_DECOMPRESSION_RATIO = 100
+"""Largest ratio of decompressed to compressed size a gzipped input may have (text data compresses
+5-20 times; a decompression bomb, e.g. 8 MB of gzip expanding to 4.5 GiB, over 500 times)."""
+_INFLATE_CHUNK = 1 << 20
+
+
+def check_decompressed_size(
+    path: Path, *, max_bytes: int | None = None, max_ratio: float | None = None
+) -> int:
+    """Stream ``path`` (gzip, every member) through the decompressor without keeping its output, and
+    refuse it once it expands beyond ``max_bytes`` (default :data:`MAX_DECOMPRESSED_BYTES`) or
+    ``max_ratio`` times its size on disk (default :data:`MAX_DECOMPRESSION_RATIO`). Memory stays
+    at one chunk of 1 MiB of output. Returns the decompressed size.
+
+    Raises :class:`UnreadableInputError` (one line, with the fix) for a file over either limit.
+    """
+    import zlib
+
+    cap_bytes = MAX_DECOMPRESSED_BYTES if max_bytes is None else max_bytes
+    ratio = MAX_DECOMPRESSION_RATIO if max_ratio is None else max_ratio
+    on_disk = max(1, path.stat().st_size)
+    cap = min(cap_bytes, int(ratio * on_disk))
+    total = 0
+    with open(path, "rb") as fh:
+        d = zlib.decompressobj(wbits=31)
+        buf = b""
+        while True:
+            if not buf and not (buf := fh.read(_INFLATE_CHUNK)):
+                break
+            try:
+                total += len(d.decompress(buf, _INFLATE_CHUNK))
+            except zlib.error:
+                return total  # not (valid) gzip: the reader reports its own message
+            if total > cap:
+                raise UnreadableInputError(
+                    f"{str(path)!r} expands beyond {cap:,} bytes ({ratio:g} times its {on_disk:,} bytes on "
+                    f"disk, at most {cap_bytes:,}): refused as a possible decompression bomb; if you trust it, "
+                    f"decompress it first (gunzip {path.name}) and give the plain file."
+                )
+            if d.eof:  # a gzip file may hold several members, one after the other
+                buf, d = d.unused_data, zlib.decompressobj(wbits=31)
+            else:
+                buf = d.unconsumed_tail
+    return total
+
+
 def _format_of(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     if suffixes and suffixes[-1] == ".gz":
@@ -99,6 +147,8 @@ def read_path(path: str | os.PathLike[str], options: ReadOptions | None = None) 
     fmt = _format_of(p)
     if p.stat().st_size == 0:
         raise EmptyTableError(f"{str(path)!r} is empty (0 bytes): no header and no rows. Check the export.")
+    if _ending(p) == ".gz":
+        check_decompressed_size(p)  # before any reader inflates it whole
     if fmt in ("excel", "stat", "r"):
         return _read_other(p, fmt, opts)
     sep = "\t" if fmt == "tsv" else ","

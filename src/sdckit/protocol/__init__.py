@@ -34,9 +34,19 @@ from sdckit.protocol._planning import (
     decoy_probability,
     key_hierarchy,
     suppress_rare,
+    verify_pairs,
+    verify_plan,
 )
 from sdckit.protocol._simulate import SimulationResult, exposure_at_k, simulate, verify_release
-from sdckit.protocol._spec import CollectionSpec, PairQueries, PairQuery, PublishedPlan, Redaction, Setting
+from sdckit.protocol._spec import (
+    CollectionSpec,
+    PairQueries,
+    PairQuery,
+    PlanRefusedError,
+    PublishedPlan,
+    Redaction,
+    Setting,
+)
 from sdckit.protocol._wire import (
     REDACTED,
     decode_value,
@@ -60,6 +70,7 @@ __all__ = [
     "PairQueries",
     "PairQuery",
     "PlanMethod",
+    "PlanRefusedError",
     "PrivateKey",
     "PublicKey",
     "PublishedPlan",
@@ -92,6 +103,8 @@ __all__ = [
     "unpack_batch",
     "unpack_feature",
     "unpack_row",
+    "verify_pairs",
+    "verify_plan",
     "verify_release",
     "write_private_key",
 ]

@@ -9,6 +9,7 @@ import random
 import socket
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -16,9 +17,10 @@ import httpx
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
+from sdckit.protocol._planning import verify_pairs, verify_plan
 from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
-from sdckit.protocol._wire import pack_batch
+from sdckit.protocol._wire import encode_value, pack_batch
 from sdckit.protocol.parties import User
 
 BATCH_MEDIA = "application/octet-stream"
@@ -144,23 +146,42 @@ class Client:
         r = self._request("GET", f"{self.shuffler_url}{path}")
         if r.status_code == 404 and kind in ("plan", "pairs"):  # not published yet
             return None
+        if r.status_code == 409 and kind in ("plan", "pairs"):  # the shuffler refused to relay it
+            from sdckit.protocol._spec import PlanRefusedError
+
+            try:
+                detail = r.json().get("detail", r.text)
+            except ValueError:
+                detail = r.text
+            raise PlanRefusedError(f"{kind} of {self.collection!r}: {detail}")
         _raise_for(r, f"{kind} of {self.collection!r}")
         if role not in self._owners:
             raise ParameterError(f"give {role}_verify_key= to check the {role}'s {kind}")
         return verify_document(r.json(), self._owners[role], kind=kind, signer=role)
 
     def public_key(self, role: str) -> PublicKey:
-        """The HPKE public key of ``role``: the shuffler's own, or the curator's or analyst's as
-        relayed by the shuffler and checked against its owner's signature."""
+        """The HPKE public key of ``role`` for this collection: the key the curator's signed spec
+        pins (:attr:`CollectionSpec.keys`), checked against the key the shuffler relays (the
+        shuffler's own, or the curator's or analyst's signed by its owner). A relayed key that
+        differs from the pinned one is refused (:class:`ProtocolError`): one key per party and
+        collection, so no party can tell devices apart by giving them different keys."""
         if role == "shuffler":
             r = self._request("GET", f"{self.shuffler_url}/v1/keys")
             _raise_for(r, "keys of the shuffler")
-            return PublicKey.from_text(r.json()["document"]["public_key"])
-        doc = self._owner_doc(f"/v1/keys/{role}", "keys", role)
-        assert doc is not None
-        if doc.get("role") != role:
-            raise MalformedMessageError(f"the relayed keys are the {doc.get('role')}'s, not the {role}'s")
-        return PublicKey.from_text(doc["public_key"])
+            relayed = str(r.json()["document"]["public_key"])
+        else:
+            doc = self._owner_doc(f"/v1/keys/{role}", "keys", role)
+            assert doc is not None
+            if doc.get("role") != role:
+                raise MalformedMessageError(f"the relayed keys are the {doc.get('role')}'s, not the {role}'s")
+            relayed = str(doc["public_key"])
+        pinned = self.spec().keys.get(role)
+        if pinned is not None and relayed != pinned:
+            raise ProtocolError(
+                f"the {role}'s key relayed for {self.collection!r} is not the one its signed spec pins: "
+                "refused (a key per device would let a party tell devices apart); nothing is sent"
+            )
+        return PublicKey.from_text(pinned or relayed)
 
     def _collection(self) -> tuple[CollectionSpec, dict[str, Any]]:
         if self._spec is None or self._terms is None:
@@ -181,14 +202,25 @@ class Client:
         return self._collection()[0]
 
     def plan(self) -> PublishedPlan | None:
-        """The published plan (signed by the curator), or None while the curator has not decided."""
+        """The published plan (signed by the curator), checked (:func:`verify_plan`: the spec's
+        floors, and its bound recomputed from the counts published with it), or None while the
+        curator has not decided. A refused plan raises :class:`PlanRefusedError` saying why."""
         doc = self._owner_doc(f"/v1/collections/{self.collection}/plan", "plan", "curator")
-        return None if doc is None else PublishedPlan.from_dict(doc)
+        if doc is None:
+            return None
+        plan = PublishedPlan.from_dict(doc)
+        verify_plan(plan, self.spec())
+        return plan
 
     def pairs(self) -> PairQueries | None:
-        """The published pair queries of the middle round (signed by the curator), or None."""
+        """The published pair queries of the middle round (signed by the curator), checked
+        (:func:`verify_pairs`), or None. Refused queries raise :class:`PlanRefusedError`."""
         doc = self._owner_doc(f"/v1/collections/{self.collection}/pairs", "pairs", "curator")
-        return None if doc is None else PairQueries.from_dict(doc)
+        if doc is None:
+            return None
+        queries = PairQueries.from_dict(doc)
+        verify_pairs(queries, self.spec())
+        return queries
 
     def enrol(self, invite: str | None = None) -> dict[int, Credential]:
         """Trade a one-time invite for anonymous credentials of round 1, round 2 and the pair
@@ -258,8 +290,31 @@ class Client:
             raise ProtocolError(
                 f"the curator of {self.collection!r} published no pair queries (no pair round, or not yet)"
             )
-        if queries.collection != self.collection:
-            raise MalformedMessageError(f"the relayed pair queries are for {queries.collection!r}")
+        verify_pairs(queries, self.spec())
+        # a value the published counts do not list is rare (merged): sent redacted whatever the
+        # queries' redact lists say
+        redact = {
+            c: tuple(
+                sorted(
+                    {
+                        *q.redact.get(c, ()),
+                        *(
+                            [encode_value(row[c])]
+                            if encode_value(row[c]) not in queries.evidence.get(c, {})
+                            else []
+                        ),
+                    }
+                )
+            )
+            for q in queries.queries
+            for c in q.columns
+        }
+        queries = replace(
+            queries,
+            queries=tuple(
+                replace(q, redact={c: redact[c] for c in q.columns if redact[c]}) for q in queries.queries
+            ),
+        )
         return self.submit(PAIR_ROUND, self.user().pairs(row, queries))
 
     def send_round2(self, row: Mapping[str, Any], *, plan: PublishedPlan | None = None) -> dict[str, Any]:
@@ -267,6 +322,7 @@ class Client:
         plan = plan or self.plan()
         if plan is None:
             raise ProtocolError(f"no plan is published yet for {self.collection!r}; wait for the curator")
+        verify_plan(plan, self.spec())  # also a plan given by the caller: nothing is sent for a refused one
         return self.submit(2, [self.user().round2(row, plan)])
 
 

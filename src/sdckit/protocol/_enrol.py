@@ -35,9 +35,14 @@ from typing import Any
 
 from voprf import ristretto
 
-from sdckit.errors import MalformedMessageError
+from sdckit.errors import MalformedMessageError, ParameterError
 
 NONCE_LENGTH = 32
+MAX_ENROL_USERS = 128
+"""Most users one enrolment request may name (a gateway splits larger groups). Each round's batch
+answer holds 32 bytes per user and a 64-byte proof, so its text stays within
+:data:`_MAX_FIELD_TEXT`; a larger request is refused whole, before any invite is spent."""
+_MAX_FIELD_TEXT = 8192
 _KEY_INFO = b"sdckit/enrol/v2|"
 ENROL_ROUNDS: tuple[int, ...] = (1, 2, 3)
 """The rounds a device enrols for, in the order of its blinded inputs: round 1, round 2 and the
@@ -49,7 +54,7 @@ def _b64(raw: bytes) -> str:
 
 
 def _unb64(text: str, what: str) -> bytes:
-    if not isinstance(text, str) or len(text) > 8192:
+    if not isinstance(text, str) or len(text) > _MAX_FIELD_TEXT:
         raise MalformedMessageError(f"{what} is not base64url text")
     try:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
@@ -166,6 +171,10 @@ class Enrolment:
     def __init__(self, collection: str, rounds: tuple[int, ...] = ENROL_ROUNDS, users: int = 1) -> None:
         if not rounds or tuple(rounds) != ENROL_ROUNDS[: len(rounds)]:
             raise ValueError(f"rounds={rounds!r}: enrol for a prefix of {ENROL_ROUNDS} (the order of the keys)")
+        if not 1 <= users <= MAX_ENROL_USERS:
+            raise ParameterError(
+                f"users={users}: one enrolment request names 1 to {MAX_ENROL_USERS} users; split the group"
+            )
         self.collection = collection
         self.rounds = rounds
         self.users = users

@@ -18,6 +18,7 @@ from sdckit.errors import ParameterError
 from sdckit.protocol._spec import (
     MAX_RECODED_VALUES,
     MAX_RECODING_BYTES,
+    CollectionSpec,
     PairQueries,
     PairQuery,
     PublishedPlan,
@@ -132,6 +133,52 @@ def consistent_counts(
     return ok, why
 
 
+def robust_counts(
+    counts: Mapping[str, Mapping[str, int]], n_users: int | None = None
+) -> tuple[dict[str, Counter[str]], int]:
+    """Every feature's counts brought to ``n_users`` users (default: the messages counted divided
+    by the features, rounded), and D, the messages moved to get there.
+
+    A feature counting more messages than users (a participant named it twice inside its one
+    submission) loses the excess from its most common values; one counting fewer (a participant
+    left it out, or its message was rejected) gains the missing users as the redaction marker.
+    [derived] The adjusted counts are the marginals of a table T' of ``n_users`` rows that differs
+    from the released table in at most D rows: the misnamers' rows, at most the deficit, and the
+    honest users whose value was among the removed ones, at most the excess. Moving one row makes
+    at most k users newly exposed (it may leave a group of k, whose k - 1 others fall below k, and
+    sit alone), so a bound B on T' gives B + k D / n on the release (:func:`decide_plan`).
+
+    Examples
+    --------
+    >>> adjusted, moved = robust_counts({"a": {"1": 3, "2": 1}, "b": {"1": 2}}, n_users=3)
+    >>> dict(adjusted["a"]), dict(adjusted["b"]), moved
+    ({'1': 2, '2': 1}, {'1': 2, '{"redacted":true}': 1}, 2)
+    """
+    import heapq
+
+    totals = {f: sum(int(x) for x in c.values()) for f, c in counts.items()}
+    n = int(n_users) if n_users is not None else round(sum(totals.values()) / max(1, len(totals)))
+    out: dict[str, Counter[str]] = {}
+    moved = 0
+    for f, c in counts.items():
+        adjusted = Counter({key: int(x) for key, x in c.items() if int(x) > 0})
+        excess = totals[f] - n
+        if excess > 0:
+            heap = [(-x, key) for key, x in adjusted.items()]
+            heapq.heapify(heap)
+            for _ in range(excess):  # one at a time from the most common value
+                x, key = heapq.heappop(heap)
+                adjusted[key] -= 1
+                if x + 1 < 0:
+                    heapq.heappush(heap, (x + 1, key))
+            adjusted = +adjusted
+        elif excess < 0:
+            adjusted[REDACTED_KEY] += -excess
+        moved += abs(excess)
+        out[f] = adjusted
+    return out, moved
+
+
 def decide_plan(
     counts: Mapping[str, Mapping[str, int]],
     *,
@@ -215,13 +262,37 @@ def decide_plan(
             raise ParameterError(
                 f"hierarchies for {unknown}: not features counted in round 1 ({sorted(counts)})"
             )
+    if setting == "fixed" and counts:
+        adjusted, moved = robust_counts(counts, n_users)
+        if moved:
+            return _allowance_plan(
+                adjusted,
+                moved,
+                collection=collection,
+                k=k,
+                budget=budget,
+                method=method,
+                weights=weights,
+                local_suppression=local_suppression,
+                delta=delta,
+                pair_tables=pair_tables,
+                pair_queries=pair_queries,
+                hierarchies=hierarchies,
+                round2_pad=round2_pad,
+            )
     counts, inconsistent = consistent_counts(counts, n_users)
 
     def replan(**changes: Any) -> PublishedPlan:
         """This decision again on the consistent counts, with ``changes`` to its parameters."""
         same: dict[str, Any] = {
-            "collection": collection, "k": k, "budget": budget, "method": method, "weights": weights,
-            "setting": setting, "n_release": n_release, "delta": delta,
+            "collection": collection,
+            "k": k,
+            "budget": budget,
+            "method": method,
+            "weights": weights,
+            "setting": setting,
+            "n_release": n_release,
+            "delta": delta,
         }
         return decide_plan(counts, **{**same, **changes})
 
@@ -300,6 +371,15 @@ def decide_plan(
         if bound + allowance > budget or weight(columns) <= weight(plain.columns):
             return plain
         bound, how = bound + allowance, f"{how} + decoy allowance k D/n (D <= {d_max}, delta={delta:g})"
+    extra: dict[str, Any] = {}
+    if setting == "statistical":
+        extra = {
+            "n_release": int(n_release or n1),
+            "delta": float(delta),
+            "candidates": len(marginals.columns),
+        }
+    elif redactions:
+        extra = {"delta": float(delta)}
     return PublishedPlan(
         collection=collection,
         columns=columns,
@@ -311,7 +391,237 @@ def decide_plan(
         n_round1=n1,
         setting=setting,
         redactions=tuple(redactions),
+        evidence=plan_evidence(marginals, columns, **extra),
         **pair_fields,  # type: ignore[arg-type]
+    )
+
+
+def _key_text(value: Any) -> str:
+    from sdckit.risk._blocks import is_redacted
+
+    return REDACTED_KEY if is_redacted(value) else str(value)
+
+
+def plan_evidence(marginals: Marginals, columns: Sequence[str], **extra: Any) -> dict[str, Any]:
+    """The counts a plan's bound was computed from, restricted to the planned ``columns`` (with the
+    blocks inside them), as :attr:`PublishedPlan.evidence`: devices and the shuffler recompute the
+    bound from them (:func:`verify_plan`). Empty for a plan that releases nothing."""
+    if not columns:
+        return {}
+    m = marginals.select(list(columns))
+    out: dict[str, Any] = {
+        "n": int(m.n),
+        "counts": {
+            c: {_key_text(v): int(x) for v, x in zip(m.values[c], m.counts[c].tolist(), strict=True)}
+            for c in columns
+        },
+        **extra,
+    }
+    if m.blocks:
+        out["blocks"] = [
+            {
+                "columns": list(b.columns),
+                "cells": sorted(
+                    [*(_key_text(v) for v in cell), int(x)]
+                    for cell, x in zip(
+                        b.values + b.redacted_values,
+                        [*b.counts.tolist(), *b.redacted_counts.tolist()],
+                        strict=True,
+                    )
+                ),
+            }
+            for b in m.blocks.values()
+        ]
+    return out
+
+
+_TOLERANCE = 1e-9
+
+
+def _refuse(what: str, collection: str, why: str) -> None:
+    from sdckit.protocol._spec import PlanRefusedError
+
+    raise PlanRefusedError(f"the {what} of {collection!r} is refused: {why}; nothing is sent for it")
+
+
+def _floors(what: str, spec: CollectionSpec, collection: str, k: int, budget: float, bound: float) -> None:
+    if collection != spec.id:
+        _refuse(what, spec.id, f"it is for collection {collection!r}")
+    if k < spec.min_k:
+        _refuse(what, collection, f"k = {k} is below the collection's floor min_k = {spec.min_k}")
+    if budget > spec.max_budget + 1e-12:
+        _refuse(
+            what,
+            collection,
+            f"budget {budget:g} is above the collection's ceiling max_budget = {spec.max_budget:g}",
+        )
+    if bound > budget + 1e-12:
+        _refuse(what, collection, f"its bound {bound:.4g} is above its budget {budget:g}")
+
+
+def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | None = None) -> float:
+    """Check a published plan against the collection's pinned floors and recompute its bound from
+    the counts published with it; returns the recomputed bound.
+
+    Refused (:class:`~sdckit.protocol.PlanRefusedError`, naming the reason): another collection or
+    setting, k below ``spec.min_k``, a budget above ``spec.max_budget``, a bound above the budget,
+    no published counts, counts of more users than ``n_users`` (the shuffler's admitted round-1
+    users) or than the plan says, a recoded column counting a value the recoding cannot produce,
+    or a claimed bound below the one ``spec.bound_method`` gives on the published counts (plus the
+    decoy allowance of its redaction rules, or the statistical bound in that setting).
+    """
+    from sdckit.errors import SdcError
+    from sdckit.risk import Marginals, joint_exposure_bound
+
+    what, cid = "plan", spec.id
+    _floors(what, spec, plan.collection, plan.k, plan.budget, plan.bound)
+    if plan.setting != spec.setting:
+        _refuse(what, cid, f"its setting {plan.setting!r} is not the collection's {spec.setting!r}")
+    if not plan.columns:
+        return 0.0
+    ev = plan.evidence
+    counts = ev.get("counts") if isinstance(ev, Mapping) else None
+    if not isinstance(counts, Mapping) or set(counts) != set(plan.columns):
+        _refuse(what, cid, "it does not publish the counts of its columns, so its bound cannot be checked")
+    assert isinstance(counts, Mapping)
+    try:
+        blocks = {
+            tuple(str(c) for c in b["columns"]): {
+                tuple(_risk_key(str(x)) for x in cell[:-1]): int(cell[-1]) for cell in b["cells"]
+            }
+            for b in ev.get("blocks", [])
+        }
+        marginals = Marginals.from_counts(
+            {str(c): {str(key): int(x) for key, x in v.items()} for c, v in counts.items()}, blocks=blocks
+        )
+    except (SdcError, TypeError, ValueError, KeyError, AttributeError) as err:
+        _refuse(what, cid, f"its published counts do not parse ({str(err)[:120]})")
+    n = marginals.n
+    if n != plan.n_round1 or n != ev.get("n"):
+        _refuse(what, cid, f"its counts hold {n} users but it says {plan.n_round1}")
+    if n_users is not None and n > n_users:
+        _refuse(what, cid, f"its counts hold {n} users but the shuffler admitted {n_users}")
+    for c, mapping in plan.recodings.items():
+        produced = {*mapping.values(), REDACTED_KEY}
+        if not set(counts[c]) <= produced:
+            _refuse(what, cid, f"column {c!r} counts values its recoding cannot produce")
+    if plan.setting == "statistical":
+        from sdckit.risk._statistical_bound import _statistical_bound
+
+        try:
+            n_release, delta, candidates = int(ev["n_release"]), float(ev["delta"]), int(ev["candidates"])
+        except (KeyError, TypeError, ValueError):
+            _refuse(what, cid, "it does not publish n_release, delta and candidates")
+        if not (0 < delta < 1 and candidates >= len(plan.columns) and n_release >= 1):
+            _refuse(what, cid, "its n_release, delta or candidates are out of range")
+        bound = _statistical_bound(
+            marginals.select(list(plan.columns)),
+            k=plan.k,
+            n_release=n_release,
+            method=spec.bound_method,
+            delta=delta,
+            n_columns=candidates,
+        )
+    else:
+        bound = float(
+            joint_exposure_bound(marginals, k=plan.k, method=spec.bound_method, columns=list(plan.columns))  # type: ignore[arg-type]
+        )
+    if plan.redactions:
+        if not all(r.feature in plan.columns for r in plan.redactions):
+            _refuse(what, cid, "a redaction rule names a column outside the plan")
+        delta = float(ev.get("delta", 0.05))
+        if not 0 < delta < 1:
+            _refuse(what, cid, "its delta is out of range")
+        # (n - holders) q = k when q < 1 (q = k / (n - holders)), else n - holders <= k: mu <= k per rule
+        mu = float(len(plan.redactions) * min(plan.k, n))
+        log_term = math.log(1.0 / delta)
+        d_max = math.ceil(mu + log_term / 3 + math.sqrt(log_term**2 / 9 + 2 * mu * log_term))
+        bound += min(1.0, plan.k * d_max / n)
+    moved = ev.get("moved", 0)
+    if not isinstance(moved, int) or moved < 0:
+        _refuse(what, cid, "its count of moved messages is not a count")
+    if moved:
+        bound += min(1.0, plan.k * moved / n)
+    if bound > plan.bound * (1 + _TOLERANCE) + 1e-12:
+        _refuse(what, cid, f"it claims a bound of {plan.bound:.4g} but its own counts give {bound:.4g}")
+    if bound > plan.budget + 1e-12:
+        _refuse(what, cid, f"its counts give a bound of {bound:.4g}, above its budget {plan.budget:g}")
+    return bound
+
+
+def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | None = None) -> float:
+    """Check published pair queries against the collection's floors and recompute each query's
+    bound (``best``, on the published counts of its columns, rare values merged); returns the sum.
+
+    Refused (:class:`~sdckit.protocol.PlanRefusedError`) as :func:`verify_plan`, and when a
+    published value is held by fewer than k users (it would be sent in clear) or a query's bound is
+    below the recomputed one.
+    """
+    from sdckit.errors import SdcError
+    from sdckit.risk import Marginals, joint_exposure_bound
+
+    what, cid = "pair queries", spec.id
+    _floors(what, spec, queries.collection, queries.k, queries.budget, queries.bound)
+    if not queries.queries:
+        return 0.0
+    cols = sorted({c for q in queries.queries for c in q.columns})
+    ev = queries.evidence
+    if set(ev) != set(cols):
+        _refuse(
+            what, cid, "they do not publish the counts of their columns, so their bounds cannot be checked"
+        )
+    for c in cols:
+        rare = [key for key, x in ev[c].items() if key != REDACTED_KEY and x < queries.k]
+        if rare:
+            _refuse(what, cid, f"column {c!r} publishes a value held by fewer than k = {queries.k} users")
+    try:
+        marginals = Marginals.from_counts({c: dict(ev[c]) for c in cols})
+    except SdcError as err:
+        _refuse(what, cid, f"their published counts do not parse ({str(err)[:120]})")
+    if n_users is not None and marginals.n > n_users:
+        _refuse(what, cid, f"their counts hold {marginals.n} users but the shuffler admitted {n_users}")
+    total = 0.0
+    for q in queries.queries:
+        b = float(joint_exposure_bound(marginals, k=queries.k, columns=list(q.columns)))
+        if b > q.bound * (1 + _TOLERANCE) + 1e-12:
+            _refuse(
+                what,
+                cid,
+                f"query {list(q.columns)} claims a bound of {q.bound:.4g} but the counts give {b:.4g}",
+            )
+        total += b
+    if min(1.0, total) > queries.budget + 1e-12:
+        _refuse(what, cid, f"their bounds add up to {total:.4g}, above the budget {queries.budget:g}")
+    return min(1.0, total)
+
+
+def _allowance_plan(
+    adjusted: Mapping[str, Mapping[str, int]], moved: int, *, budget: float, k: int, **rest: Any
+) -> PublishedPlan:
+    """The plan on counts brought to the users (:func:`robust_counts`), within ``budget`` less the
+    allowance k D / n for the D messages moved; its bound includes the allowance."""
+    n = sum(next(iter(adjusted.values())).values())
+    allowance = min(1.0, k * moved / n) if n else 1.0
+    why = f"{moved} message(s) named the wrong feature or were missing (allowance k D/n = {allowance:.4g})"
+    if allowance >= budget:
+        return PublishedPlan(
+            collection=rest["collection"],
+            columns=(),
+            k=k,
+            budget=float(budget),
+            bound=0.0,
+            method=f"nothing released: {why} takes the whole budget",
+            n_round1=n,
+        )
+    plan = decide_plan(adjusted, budget=budget - allowance, k=k, n_users=n, **rest)
+    if not plan.columns:
+        return replace(plan, budget=float(budget), method=f"{plan.method}; within budget - k D/n ({why})")
+    return replace(
+        plan,
+        budget=float(budget),
+        bound=min(1.0, plan.bound + allowance),
+        method=f"{plan.method} + allowance k D/n for D = {moved} ({why})",
+        evidence={**plan.evidence, "moved": moved},
     )
 
 
@@ -326,7 +636,6 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
 
     Raises
     ------
-    InputError : a counted value the hierarchy has no row for (names the column and the value).
     ParameterError : more than :data:`MAX_RECODED_VALUES` values (the mapping goes into the plan).
 
     Examples
@@ -337,6 +646,7 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
     """
     from sdckit.anonymize import Hierarchy
     from sdckit.anonymize._hierarchy import as_hierarchy
+    from sdckit.errors import InputError
 
     if len(keys) > MAX_RECODED_VALUES:
         raise ParameterError(
@@ -345,12 +655,18 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
             "withheld) or coarsen it before round 1"
         )
     h = as_hierarchy(hierarchy, column)
-    table = {
-        key: tuple(
-            encode_value(h.label(decode_value(key), level, column)) for level in range(1, h.n_levels + 1)
-        )
-        for key in keys
-    }
+
+    def row(key: str) -> tuple[str, ...]:
+        if key == REDACTED_KEY:  # a redacted value (a missing message) stays redacted
+            return (REDACTED_KEY,) * h.n_levels
+        try:
+            return tuple(
+                encode_value(h.label(decode_value(key), level, column)) for level in range(1, h.n_levels + 1)
+            )
+        except InputError:  # a value the hierarchy has no row for: redacted at every level, not an error
+            return (REDACTED_KEY,) * h.n_levels
+
+    table = {key: row(key) for key in keys}
     return Hierarchy(table=table, name=h.name)
 
 
@@ -372,7 +688,12 @@ def _recoding_plan(
 
     keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
     plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method, hierarchies=keyed)
-    recodings = {c: dict(r["mapping"]) for c, r in plan.recodings.items()}
+    # a value that generalises to the marker (a missing message, a value outside the hierarchy) is
+    # left out of the mapping: users send it as the marker (PublishedPlan.generalise)
+    recodings = {
+        c: {a: b for a, b in r["mapping"].items() if REDACTED_KEY not in (a, b)}
+        for c, r in plan.recodings.items()
+    }
     if (size := recoding_bytes(recodings)) > MAX_RECODING_BYTES:
         raise ParameterError(
             f"the recodings of {sorted(recodings)} would hold {size:,} bytes in the plan (at most "
@@ -394,6 +715,12 @@ def _recoding_plan(
         n_round1=marginals.n,
         setting="fixed",
         recodings=recodings,
+        evidence=plan_evidence(
+            marginals.select(list(columns)).recode({c: recodings[c] for c in columns if c in recodings}),
+            columns,
+        )
+        if columns
+        else {},
         **pair_fields,  # type: ignore[arg-type]
     )
 
@@ -509,8 +836,16 @@ def choose_pairs(
             else 64
         )
         pad = -(-need // 64) * 64
+    asked = {c for q in queries for c in q.columns}
+    evidence = {c: dict(suppress_rare({c: ok[c]}, k)[c]) for c in sorted(asked)}
     return PairQueries(
-        collection=collection, k=k, queries=queries, bound=float(plan.bound), budget=float(budget), pad=pad
+        collection=collection,
+        k=k,
+        queries=queries,
+        bound=float(plan.bound),
+        budget=float(budget),
+        pad=pad,
+        evidence=evidence,
     )
 
 

@@ -422,7 +422,8 @@ def simulate(
         1024, (pack_row_length(cols, [row[c] for c in cols]) + longest_label for row in rows)
     )
     spec = CollectionSpec(
-        id=collection, features=tuple(cols), suite=suite, setting=setting, round1_pad=pad1, round2_pad=pad2
+        id=collection, features=tuple(cols), suite=suite, setting=setting, round1_pad=pad1, round2_pad=pad2,
+        min_k=max(2, k), max_budget=max(budget, pairs_budget or 0.0),  # the floors devices pin: the run's own
     )
     seconds: dict[str, float] = {}
 

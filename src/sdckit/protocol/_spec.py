@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
-from sdckit.errors import ConfigError, ParameterError, SdcError
+from sdckit.errors import ConfigError, ParameterError, ProtocolError, SdcError
 from sdckit.protocol._crypto import SuiteName, check_suite
 from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
@@ -50,9 +50,37 @@ class CollectionSpec:
     """Length in bytes of every round-2 inner plaintext."""
     setting: Setting = "fixed"
     """``fixed`` or ``statistical`` (see :data:`Setting`)."""
+    min_k: int = 2
+    """Floor every device pins: a plan or pair query with a smaller k is refused (>= 2)."""
+    max_budget: float = 0.1
+    """Ceiling every device pins: a plan or pair query with a larger budget is refused."""
+    bound_method: str = "best"
+    """The bound (:func:`sdckit.risk.joint_exposure_bound` method) devices and the shuffler
+    recompute from the counts published with a plan; a plan whose bound is not that bound's value
+    (or more) is refused."""
+    keys: Mapping[str, str] = field(default_factory=dict)
+    """HPKE public keys fixed for the collection, by role (``curator``, ``analyst``,
+    ``shuffler``): devices and the shuffler refuse any other key for this collection. Rotating a
+    key means a new collection (a new signed spec), never a silent change."""
 
     def __post_init__(self) -> None:
         check_collection_id(self.id)
+        if not (isinstance(self.min_k, int) and not isinstance(self.min_k, bool) and self.min_k >= 2):
+            raise ParameterError(f"min_k={self.min_k!r}: give a whole number >= 2 (k = 1 protects nobody)")
+        if not (
+            isinstance(self.max_budget, (int, float))
+            and not isinstance(self.max_budget, bool)
+            and 0 <= self.max_budget <= 1
+        ):
+            raise ParameterError(f"max_budget={self.max_budget!r}: give a share of users in [0, 1]")
+        if self.bound_method not in ("support", "theorem2", "theorem3", "best"):
+            raise ParameterError(
+                f"bound_method={self.bound_method!r}: use 'best', 'theorem2', 'theorem3' or 'support' (an upper bound)"
+            )
+        if not isinstance(self.keys, Mapping) or not all(
+            r in ("curator", "analyst", "shuffler") and isinstance(v, str) for r, v in self.keys.items()
+        ):
+            raise ParameterError("keys: give {role: public key text} for roles curator, analyst, shuffler")
         check_suite(self.suite)
         if not all(isinstance(f, str) and f for f in self.features):
             raise ParameterError("features must be non-empty strings (the names users send in round 1)")
@@ -67,12 +95,26 @@ class CollectionSpec:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["features"] = list(self.features)
+        d["keys"] = dict(sorted(self.keys.items()))
         return d
+
+    def with_key(self, role: str, public_key: str) -> CollectionSpec:
+        """This spec with ``role``'s key pinned (refused if another key is pinned already)."""
+        old = self.keys.get(role)
+        if old is not None and old != public_key:
+            raise ParameterError(
+                f"collection {self.id!r} pins another {role} key; a key is fixed per collection "
+                "(rotate it by creating a new collection)"
+            )
+        return replace(self, keys={**self.keys, role: public_key})
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.features, tuple(sorted(self.keys.items()))))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CollectionSpec:
         try:
-            return cls(**{**d, "features": tuple(d["features"])})
+            return cls(**{**d, "features": tuple(d["features"]), "keys": dict(d.get("keys") or {})})
         except (TypeError, KeyError) as err:
             raise ConfigError(f"not a collection specification: {err}") from None
 
@@ -126,6 +168,13 @@ class PublishedPlan:
     (keys canonical, :func:`sdckit.protocol.encode_value`). A user sends the generalised value
     instead of its own; a value outside the mapping (one that no round-1 message carried) is sent
     as :data:`REDACTED` (:meth:`generalise`). Columns not listed are sent as they are."""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """The counts the bound was computed from, published and signed with the plan so that devices
+    and the shuffler recompute it (:func:`sdckit.protocol.verify_plan`): ``n``, ``counts``
+    (``{column: {value key: users}}`` of the planned columns as released: recoded, rare values
+    merged into the redaction marker's key), ``blocks`` (pair tables inside the plan, the same
+    way) and, in the statistical setting, ``n_release``, ``delta`` and ``candidates``; with local
+    suppression ``delta``. Nothing here is finer than what the release shows."""
 
     def generalise(self, column: str, value: Any) -> Any:
         """The value a user sends for ``column``: its generalised value when the column is recoded
@@ -152,6 +201,9 @@ class PublishedPlan:
         # canonical: columns in plan order, values sorted by key (one plan, one signed text); a plan
         # without recodings keeps the text it had before they existed
         d.pop("recodings")
+        d.pop("evidence")
+        if self.evidence:
+            d["evidence"] = dict(self.evidence)
         if self.recodings:
             d["recodings"] = {
                 c: dict(sorted(self.recodings[c].items())) for c in self.columns if c in self.recodings
@@ -173,6 +225,7 @@ class PublishedPlan:
                     "recodings": _mapping(
                         d.get("recodings", {}), lambda m: {c: _mapping(v, dict) for c, v in m.items()}
                     ),
+                    "evidence": _mapping(d.get("evidence", {}), dict),
                 }
             )
         except (TypeError, KeyError, ValueError) as err:  # ValueError: dict("ab")
@@ -299,9 +352,13 @@ class PairQueries:
     budget: float
     pad: int
     """Length in bytes of every pair-round inner plaintext."""
+    evidence: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """The round-1 counts of the queried columns the bounds were computed from, each column's
+    values held by fewer than k users merged into the redaction marker's key (what every query
+    redacts), so devices and the shuffler recompute each bound (:func:`sdckit.protocol.verify_pairs`)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "collection": self.collection,
             "k": self.k,
             "queries": [
@@ -316,6 +373,9 @@ class PairQueries:
             "budget": self.budget,
             "pad": self.pad,
         }
+        if self.evidence:
+            out["evidence"] = {c: dict(sorted(v.items())) for c, v in sorted(self.evidence.items())}
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PairQueries:
@@ -336,6 +396,10 @@ class PairQueries:
                 bound=float(d["bound"]),
                 budget=float(d["budget"]),
                 pad=int(d["pad"]),
+                evidence={
+                    str(c): {str(key): int(n) for key, n in _mapping(v, dict).items()}
+                    for c, v in _mapping(d.get("evidence", {}), dict).items()
+                },
             )
         except (TypeError, KeyError, ValueError, IndexError) as err:
             raise ConfigError(f"not published pair queries: {err}") from None
@@ -344,3 +408,8 @@ class PairQueries:
         if not HEADER_LENGTH < out.pad <= 65_535 or out.k < 1:
             raise ConfigError("not published pair queries: bad pad length or k")
         return out
+
+
+class PlanRefusedError(ProtocolError):
+    """A plan or pair query that does not meet the collection's pinned floors or whose bound the
+    published counts do not back: a device sends nothing for it."""

@@ -57,7 +57,16 @@ class ServiceConfig:
     quarantine_after: int = 20
     """A pool the next hop refuses this many times in a row is quarantined (admin: inspect, retry, drop)."""
     pool_ttl_seconds: float = 30 * 86_400.0
-    """A registered collection expires this long after registration; its pools are then dropped."""
+    """A registered collection expires this long after registration, counted on the shuffler's
+    running time (monotonic clock; a jump of the wall clock changes nothing; the time left is stored
+    at each clean stop, so after a crash the run since the last stop is not counted): it then admits no
+    submission, forwards what it holds, and is forgotten once its pool is empty (acknowledged
+    messages are never dropped by expiry; spent credentials are kept)."""
+    close_after_seconds: float | None = None
+    """Shuffler: a round closes (as by the admin's flush) this long after its first message (None:
+    only by the flush). Users who arrive later are held until ``min_batch`` of them arrived."""
+    close_after_users: int | None = None
+    """Shuffler: a round closes once it admitted this many users (None: no count)."""
     credential_rate: int = 10
     """Requests per minute allowed per credential (and per invite); more get 429."""
     curator_verify_key: str = ""

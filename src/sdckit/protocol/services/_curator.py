@@ -4,6 +4,7 @@ shuffler relays its signed spec, plan and key (``/internal/...``, relay token)."
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import replace
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from fastapi import Body, Depends, FastAPI, HTTPException
 from pydantic import BaseModel, Field, field_validator
 
+from sdckit.errors import ParameterError
 from sdckit.protocol._planning import choose_pairs, decide_plan
 from sdckit.protocol._signing import sign_document
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
@@ -36,7 +38,9 @@ class PlanRequest(BaseModel):
     budget: float = Field(
         0.05, ge=0, le=1, allow_inf_nan=False, description="share of users (0..1) allowed in groups < k"
     )
-    method: str = Field("best", description="bound of sdckit.risk.plan_release")
+    method: str | None = Field(
+        None, description="bound of sdckit.risk.plan_release (default and only choice: the spec's bound_method)"
+    )
     weights: dict[str, float] | None = Field(None, description="utility weight per feature")
     n_release: int | None = Field(
         None, ge=1, le=_MAX_K, description="users expected in round 2 (statistical setting)"
@@ -97,6 +101,9 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             pair_parties[cid] = PairCurator(key, parties[cid].spec, PairQueries.from_dict(doc))
 
     app = receiver_app(cfg, key, signing, store, log, "curator")
+    # the planner (sdckit.risk: numpy, polars, numba) takes seconds to import on a loaded machine:
+    # import it in the background at start, so the first plan request does not wait for it
+    threading.Thread(target=importlib.import_module, args=("sdckit.risk",), name="warm-risk", daemon=True).start()
     admin = Depends(bearer(cfg.admin_token, "admin"))
     relay = Depends(bearer(cfg.relay_token, "relay"))
     creating = threading.Lock()
@@ -109,6 +116,10 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         s = CollectionSpec.from_dict({**spec, "id": check_id(collection)})
         if s.suite != key.suite:
             raise HTTPException(422, f"the curator's key is {key.suite}; the spec asks for {s.suite}")
+        try:  # the curator's key is fixed in the signed spec: devices refuse any other for it
+            s = s.with_key("curator", key.public_key().to_text())
+        except ParameterError as err:
+            raise HTTPException(422, f"{err}: this curator's key is another") from None
         with creating:  # check and create in one step: two racing PUTs cannot both pass the check
             old = parties.get(collection)
             if old is not None and old.spec != s:
@@ -122,6 +133,16 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
     def get_spec(collection: str) -> dict[str, Any]:
         """The collection's specification, signed (the shuffler relays it)."""
         return sign_document(signing, "spec", "curator", party(collection).spec.to_dict())
+
+    def check_floors(c: Curator, k: int, budget: float, method: str | None = None) -> None:
+        """Refuse a request that devices would refuse (the floors pinned in the signed spec)."""
+        spec = c.spec
+        if k < spec.min_k or budget > spec.max_budget or (method is not None and method != spec.bound_method):
+            raise HTTPException(
+                422,
+                f"collection {spec.id!r} pins k >= {spec.min_k}, budget <= {spec.max_budget:g} and the "
+                f"{spec.bound_method!r} bound; devices refuse anything else",
+            )
 
     def round1_counts(c: Curator) -> dict[str, dict[str, int]]:
         """The round-1 counts of the collection's features (409 while none is counted)."""
@@ -149,6 +170,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         """Choose the pair queries from the round-1 counts (:func:`sdckit.protocol.choose_pairs`)
         and publish them (once: the same request again returns them, another one is refused)."""
         c = party(collection)
+        check_floors(c, req.k, req.budget)
         with creating:
             old = store.pair_queries(collection)
             if old is not None:
@@ -198,6 +220,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
         """Decide and publish the plan from the marginals counted so far. A feature whose counts do
         not add up to the users is left out (a stray message does not block the plan)."""
         c = party(collection)
+        check_floors(c, req.k, req.budget, req.method)
         counts = round1_counts(c)
         missing = [f for f in c.spec.features if f not in counts]
         plan = decide_plan(
@@ -205,7 +228,7 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             collection=collection,
             k=req.k,
             budget=req.budget,
-            method=req.method,  # type: ignore[arg-type]
+            method=(req.method or c.spec.bound_method),  # type: ignore[arg-type]
             weights=req.weights,
             setting=c.spec.setting,
             n_release=req.n_release,

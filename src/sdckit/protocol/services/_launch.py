@@ -111,8 +111,16 @@ class LocalDeployment:
             **kw,
         )
 
-    def create(self, spec: CollectionSpec, *, enrolment: str = "tokens") -> None:
-        """Create ``spec`` at the curator and register it at the shuffler."""
+    def public_key(self, role: str) -> str:
+        """The HPKE public key of ``role`` (``key.json.pub``), as the spec pins it."""
+        return (self.workdir / role / "key.json.pub").read_text().strip()
+
+    def create(self, spec: CollectionSpec, *, enrolment: str = "tokens", pin_keys: bool = True) -> None:
+        """Create ``spec`` at the curator and register it at the shuffler; with ``pin_keys`` the
+        analyst's and the shuffler's HPKE keys are pinned in the spec (the curator adds its own)."""
+        if pin_keys:
+            for role in ("analyst", "shuffler"):
+                spec = spec.with_key(role, self.public_key(role))
         with self.admin() as admin:
             r = admin.put(f"{self.urls['curator']}/admin/v1/collections/{spec.id}", json=spec.to_dict())
             r.raise_for_status()

@@ -14,7 +14,7 @@ import hashlib
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,10 +30,11 @@ from starlette.concurrency import run_in_threadpool
 from sdckit.errors import MalformedMessageError, SdcError
 from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
-from sdckit.protocol._enrol import Credential, Issuer
+from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
+from sdckit.protocol._planning import verify_pairs, verify_plan
 from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
@@ -53,7 +54,7 @@ CREDENTIAL_HEADER = "sdckit-credential"
 """Request header of a token-enrolled submission: one credential per user, comma-separated."""
 _BATCH_LENGTH_HEAD = 9  # b"SDCB" | version | count
 _RECENT_BODIES = 4096
-_MAX_ENROL_USERS = 256
+_MAX_ENROL_PARSE = 4096  # parsed at most; more than MAX_ENROL_USERS is refused with its own message
 _MAX_INVITES = 100_000
 
 
@@ -65,9 +66,17 @@ class Registered:
     signed_spec: dict[str, Any]
     policy: Literal["tokens", "open"]
     expires: float
+    """Monotonic deadline (``time.monotonic()``): the operator's ``pool_ttl_seconds`` counted on
+    the shuffler's running time, so a jump of the wall clock neither expires nor extends it."""
     issuer: Issuer | None
     pairs: PairQueries | None = None
     """The curator's pair queries (signed, checked), fetched at the first pair-round submission."""
+    plan: dict[str, Any] | None = None
+    """The curator's signed plan as first relayed (checked with :func:`verify_plan`): pinned, so a
+    plan cannot change once devices have it (in memory)."""
+    plan_hash: str | None = None
+    """SHA-256 of the pinned plan's document (kept on disk instead of the plan's counts, so after
+    a restart a changed plan is still refused)."""
 
     def per_user(self, round_: int) -> int:
         """Messages of one complete submission: one per feature in round 1, one per pair query in
@@ -111,6 +120,7 @@ class _Forwarder:
         self._backoff = 0.0
         self._pair_backoff: dict[tuple[str, int], float] = {}
         self._retry_at: dict[tuple[str, int], float] = {}
+        self._opened: dict[tuple[str, int], float] = {}
         self._next_expiry = 0.0
 
     def start(self) -> None:
@@ -144,17 +154,32 @@ class _Forwarder:
                 if not moved:
                     self._stop.wait(self.cfg.poll_seconds)
 
+    def persist_remaining(self) -> None:
+        """Store each collection's remaining running time (at a clean stop; no write while running,
+        so the write-ahead log holds nothing between forwards)."""
+        now = time.monotonic()
+        for cid, reg in list(self.registry.items()):
+            self.store.set_remaining(cid, reg.expires - now)
+
     def expire(self) -> None:
-        """Forget collections past their expiry (their pools are dropped and counted in the log)."""
-        now = time.time()
+        """Check expiry on the monotonic clock (a jump of the wall clock changes nothing), and
+        forget a collection past its expiry once its pool is empty: an
+        expired collection admits no submission, but what it acknowledged is still forwarded,
+        never dropped. Its spent credentials and invites are kept, so a re-registration cannot
+        admit them again."""
+        now = time.monotonic()
         if now < self._next_expiry:
             return
-        self._next_expiry = now + 5.0
+        self._next_expiry = now + min(5.0, max(0.5, 10 * self.cfg.poll_seconds))
         for cid, reg in list(self.registry.items()):
             if reg.expires <= now:
-                dropped = self.store.forget(cid)
+                pooled = self.store.pooled(cid)
+                if pooled:
+                    self.events.add("expired collection still forwarding its pool")
+                    continue
+                self.store.forget(cid)
                 self.registry.pop(cid, None)
-                self.log.info("collection %r expired; %d pooled message(s) dropped", cid, dropped)
+                self.log.info("collection %r expired (nothing pooled); its spent credentials are kept", cid)
 
     def forward_due(self, http: httpx.Client) -> int:
         """Forward what is due; returns the number of messages forwarded or dropped."""
@@ -165,6 +190,10 @@ class _Forwarder:
             reg = self.registry.get(collection)
             if reg is None or self._retry_at.get(pair, 0.0) > now:
                 continue
+            if not flushed and self._closes(pair, now):
+                self.store.flush(collection, round_)
+                self.log.info("round %d of %r closed on schedule", round_, collection)
+                flushed = True
             if round_ == PAIR_ROUND and reg.pairs is None:
                 continue  # after a restart: held until a submission or the flush fetches the queries
             reserve = self.cfg.min_batch_users * reg.per_user(round_)
@@ -207,6 +236,16 @@ class _Forwarder:
             self._pair_backoff.pop(pair, None)
             self._retry_at.pop(pair, None)
         return moved
+
+    def _closes(self, pair: tuple[str, int], now: float) -> bool:
+        """Whether a round closes now: ``close_after_seconds`` after its first pooled message (on
+        the monotonic clock; after a restart, counted from the restart) or once it admitted
+        ``close_after_users`` users."""
+        opened = self._opened.setdefault(pair, now)
+        after, users = self.cfg.close_after_seconds, self.cfg.close_after_users
+        if after is not None and now - opened >= after:
+            return True
+        return users is not None and self.store.stats(*pair)["users"] >= users
 
     def _chunk_messages(self, reg: Registered, round_: int) -> int:
         inner = sealed_length(reg.spec.suite, reg.inner_pad(round_))
@@ -255,34 +294,47 @@ class InviteRequest(BaseModel):
 class EnrolUser(BaseModel):
     invite: str = Field(..., min_length=8, max_length=200)
     blinded: list[str] = Field(
-        ..., min_length=1, max_length=3, description="one per round, in the order round 1, round 2, pair round"
+        ...,
+        min_length=1,
+        max_length=3,
+        description="one per round, in the order round 1, round 2, pair round",
     )
 
 
 class EnrolRequest(BaseModel):
-    users: list[EnrolUser] = Field(..., min_length=1, max_length=_MAX_ENROL_USERS)
+    users: list[EnrolUser] = Field(..., min_length=1, max_length=_MAX_ENROL_PARSE)
 
 
-class _RateLimit:
-    """At most ``per_minute`` requests per key in any 60 s (memory bounded by pruning)."""
+class RateLimit:
+    """At most ``per_minute`` requests per key in each minute (fixed windows), in a table of at most
+    ``capacity`` keys: O(1) work per call and bounded memory, whatever the number of keys.
 
-    def __init__(self, per_minute: int) -> None:
+    The table is an LRU (``OrderedDict``): a key not seen for the longest time is forgotten first.
+    A flood of new keys can therefore evict a key and give it a fresh window, never block the
+    service. Callers limit only keys that are worth it: a credential after its VOPRF check (a
+    random credential is refused before it reaches the table), an invite after its request parsed.
+    """
+
+    def __init__(self, per_minute: int, capacity: int = 65_536) -> None:
         self.per_minute = per_minute
-        self._hits: dict[bytes, deque[float]] = {}
+        self.capacity = capacity
+        self._hits: OrderedDict[bytes, tuple[float, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def allow(self, key: bytes) -> bool:
         now = time.monotonic()
         with self._lock:
-            if len(self._hits) > 200_000:
-                self._hits = {k: q for k, q in self._hits.items() if q and now - q[-1] < 60}
-            q = self._hits.setdefault(key, deque())
-            while q and now - q[0] >= 60:
-                q.popleft()
-            if len(q) >= self.per_minute:
-                return False
-            q.append(now)
-            return True
+            start, n = self._hits.pop(key, (now, 0))
+            if now - start >= 60.0:
+                start, n = now, 0
+            allowed = n < self.per_minute
+            self._hits[key] = (start, n + 1 if allowed else n)
+            if len(self._hits) > self.capacity:
+                self._hits.popitem(last=False)
+            return allowed
+
+    def __len__(self) -> int:
+        return len(self._hits)
 
 
 def _enrolment_seed(cfg: ServiceConfig) -> bytes:
@@ -321,10 +373,27 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             verify_document(signed, owners["curator"], kind="spec", signer="curator")
         )
         mode: Literal["tokens", "open"] = "open" if policy.get("enrolment") == "open" else "tokens"
-        return Registered(spec, signed, mode, expires, Issuer(seed, cid) if mode == "tokens" else None)
+        return Registered(
+            spec,
+            signed,
+            mode,
+            time.monotonic() + expires,
+            Issuer(seed, cid) if mode == "tokens" else None,
+            plan_hash=policy.get("plan_sha256"),
+        )
 
-    for cid, (signed, policy, expires) in store.collections().items():
-        registry[cid] = registered(cid, signed, policy, expires)
+    def policy_of(reg: Registered) -> dict[str, Any]:
+        return {"enrolment": reg.policy, **({"plan_sha256": reg.plan_hash} if reg.plan_hash else {})}
+
+    def document_hash(doc: dict[str, Any]) -> str:
+        import json
+
+        text = json.dumps(doc.get("document"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    for cid, (signed, policy, remaining) in store.collections().items():
+        # an operator who lowered pool_ttl_seconds lowers it for the registered collections too
+        registry[cid] = registered(cid, signed, policy, min(remaining, cfg.pool_ttl_seconds))
     forwarder = _Forwarder(cfg, store, registry, events)
     relay_http = httpx.Client(
         timeout=30.0,
@@ -334,7 +403,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     cache: dict[str, tuple[float, dict[str, Any]]] = {}
     recent: OrderedDict[bytes, tuple[int, dict[str, Any]]] = OrderedDict()
     recent_lock = threading.Lock()
-    limiter = _RateLimit(cfg.credential_rate)
+    limiter = RateLimit(cfg.credential_rate)
+    pin_lock = threading.Lock()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -348,6 +418,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         yield
         if start_forwarder:
             forwarder.stop()
+        forwarder.persist_remaining()
         events.flush()
         relay_http.close()
         store.close()
@@ -357,7 +428,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
     def collection_of(collection: str) -> Registered:
         reg = registry.get(check_id(collection))
-        if reg is None or reg.expires <= time.time():
+        if reg is None or reg.expires <= time.monotonic():
             events.add("unknown collection")
             raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
         return reg
@@ -407,15 +478,58 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             "enrolment": reg.policy,
             "issuer_keys": reg.issuer.public_keys if reg.issuer else None,
             "min_batch": cfg.min_batch_users,
+            "keys": dict(reg.spec.keys),
             "message_lengths": {"1": reg.outer_length(1), "2": reg.outer_length(2)},
         }
         return {"spec": reg.signed_spec, "enrolment": sign_document(signing, "enrolment", "shuffler", terms)}
 
+    def admitted(collection: str) -> int | None:
+        return store.stats(collection, 1)["users"] or None
+
+    def pinned_plan(reg: Registered, collection: str) -> dict[str, Any]:
+        """The plan devices get: the first one relayed, checked against the spec's floors and its
+        own published counts (409 naming the reason otherwise), then fixed for the collection."""
+        if reg.plan is not None:
+            return reg.plan
+        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+        with pin_lock:
+            if reg.plan is not None:
+                return reg.plan
+            if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
+                events.add("curator changed a pinned plan (refused)")
+                raise HTTPException(
+                    409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                )
+            try:
+                plan = PublishedPlan.from_dict(
+                    verify_document(doc, owners["curator"], kind="plan", signer="curator")
+                )
+                verify_plan(plan, reg.spec, n_users=admitted(collection))
+            except PlanRefusedError as err:
+                events.add("plan refused")
+                raise HTTPException(409, str(err)) from None
+            except (MalformedMessageError, SdcError) as err:
+                raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
+            reg.plan, reg.plan_hash = doc, document_hash(doc)
+            store.register(collection, reg.signed_spec, policy_of(reg), reg.expires - time.monotonic())
+            log.info("plan of %r pinned (%d column(s))", collection, len(plan.columns))
+        return doc
+
     @app.get("/v1/collections/{collection}/plan", tags=["public"])
     def get_plan(collection: str) -> dict[str, Any]:
-        """The curator's published plan, signed by the curator (404 until decided; relayed)."""
-        collection_of(collection)
-        return fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+        """The curator's published plan, signed by the curator (404 until decided; relayed). The
+        first plan relayed is checked (:func:`sdckit.protocol.verify_plan`: 409 with the reason
+        if refused) and pinned: a later change by the curator is never relayed."""
+        reg = collection_of(collection)
+        if reg.plan is None:
+            return pinned_plan(reg, collection)
+        try:  # visible: the curator tried to change a published plan
+            latest = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 5.0)
+            if latest.get("document") != reg.plan.get("document"):
+                events.add("curator changed a pinned plan (ignored)")
+        except HTTPException:
+            pass
+        return reg.plan
 
     @app.get("/v1/collections/{collection}/pairs", tags=["public"])
     def get_pairs(collection: str) -> dict[str, Any]:
@@ -437,32 +551,77 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             raise HTTPException(502, f"the curator's pair queries are not valid: {err}") from None
         if queries.collection != collection or not queries.queries:
             raise HTTPException(409, f"collection {collection!r} has no pair round (no pair asked)")
+        try:
+            verify_pairs(queries, reg.spec, n_users=admitted(collection))
+        except PlanRefusedError as err:
+            events.add("pair queries refused")
+            raise HTTPException(409, str(err)) from None
         reg.pairs = queries
 
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
     def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
         """Spend one invite per user (all or none) and blind-evaluate its token inputs (one per
-        round). A retry with the same blinded inputs is answered again."""
+        round). A request is refused whole, spending no invite, when it names more than
+        ``MAX_ENROL_USERS`` users, names an invite twice, or holds an input that is not a group
+        element; the evaluation runs before the invites are spent. A retry with the same blinded
+        inputs is answered again (the same outputs: no new credential)."""
         reg = collection_of(collection)
         if reg.issuer is None:
             raise HTTPException(409, f"collection {collection!r} is open: no enrolment needed")
+        if len(req.users) > MAX_ENROL_USERS:
+            raise HTTPException(
+                413,
+                f"an enrolment request names at most {MAX_ENROL_USERS} users, this one {len(req.users)}; "
+                "split it (no invite was spent)",
+            )
+        codes = [hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest() for u in req.users]
+        if len(set(codes)) != len(codes):
+            twice = next(i for i, c in enumerate(codes) if c in codes[:i])
+            raise HTTPException(
+                400,
+                f"user {twice} names an invite already named in this request: one invite is one user "
+                "(the request was refused whole; no invite was spent)",
+            )
         try:  # checked before any invite is spent
             flat = Issuer.parse([b for u in req.users for b in u.blinded])
         except MalformedMessageError as err:
             raise HTTPException(400, str(err)) from None
-        uses = []
-        for u in req.users:
-            code = hashlib.sha256(u.invite.encode("utf-8", "surrogateescape")).digest()
+        for code in codes:
             if not limiter.allow(b"invite|" + code):
                 raise HTTPException(429, "too many requests for one invite; wait a minute")
-            uses.append((code, hashlib.sha256("|".join(u.blinded).encode()).digest()))
+        # input i of each user is evaluated with round ENROL_ROUNDS[i]'s key, one batch proof per
+        # round; evaluated before the invites are spent, so a failure spends none
+        at = iter(flat)
+        try:
+            evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
+        except MalformedMessageError as err:
+            raise HTTPException(400, f"{err} (no invite was spent)") from None
+        uses = [
+            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
+            for c, u in zip(codes, req.users, strict=False)
+        ]
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
-        # input i of each user is evaluated with round ENROL_ROUNDS[i]'s key, one batch proof per round
-        at = iter(flat)
-        evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
         return {"evaluated": evaluated, "issuer_keys": reg.issuer.public_keys}
+
+    def check_credentials(
+        issuer: Issuer, texts: list[str], round_: int
+    ) -> list[Credential] | tuple[int, str]:
+        """Parse, verify (VOPRF), then rate-limit the credentials of a request; off the event loop.
+        Only a valid credential reaches the limiter, so random credentials cannot fill it."""
+        try:
+            creds = [Credential.from_text(t, round_) for t in texts[: cfg.max_batch_messages]]
+        except MalformedMessageError as err:
+            return 400, str(err)
+        if not all(issuer.verify(c) for c in creds):
+            return 403, "a credential was not issued for this collection and round"
+        if len({c.id for c in creds}) != len(creds):
+            return 400, "a credential appears twice in one request"
+        for c in creds:
+            if not limiter.allow(c.id):
+                return 429, "too many requests with one credential; wait a minute"
+        return creds
 
     def answer(h: bytes, status: int, content: dict[str, Any]) -> JSONResponse:
         with recent_lock:
@@ -479,9 +638,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         stored durably and the credentials spent; a retry of the same body is answered 202 again."""
         reg = collection_of(collection)
         check_round(round_)
+        body = await read_body(request, cfg.max_body_bytes, events)
         if round_ == PAIR_ROUND and reg.pairs is None:
             await run_in_threadpool(pair_queries, reg, collection)
-        body = await read_body(request, cfg.max_body_bytes, events)
         h = hashlib.sha256(body + request.headers.get(CREDENTIAL_HEADER, "").encode()).digest()
         with recent_lock:
             seen = recent.get(h)
@@ -494,12 +653,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         try:
             outer = unpack_batch(body, max_messages=cfg.max_batch_messages)
         except MalformedMessageError as err:
-            store.reject(collection, round_, 1)
+            await run_in_threadpool(store.reject, collection, round_, 1)
             return answer(h, 400, {"detail": f"not a batch of messages: {err}"})
         length = reg.outer_length(round_)
         wrong = [i for i, m in enumerate(outer) if len(m) != length]
         if wrong:
-            store.reject(collection, round_, len(outer))
+            await run_in_threadpool(store.reject, collection, round_, len(outer))
             detail = (
                 f"message {wrong[0]} has {len(outer[wrong[0]])} bytes; round {round_} messages have {length}"
             )
@@ -514,22 +673,18 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     f"collection {collection!r} admits enrolled users only: send "
                     f"one credential per user in the {CREDENTIAL_HEADER} header",
                 )
-            try:
-                creds = [Credential.from_text(t, round_) for t in texts[: cfg.max_batch_messages]]
-            except MalformedMessageError as err:
-                raise HTTPException(400, str(err)) from None
-            for c in creds:
-                if not limiter.allow(c.id):
-                    raise HTTPException(429, "too many requests with one credential; wait a minute")
-            if not all(reg.issuer.verify(c) for c in creds):
-                return answer(h, 403, {"detail": "a credential was not issued for this collection and round"})
-            if len({c.id for c in creds}) != len(creds):
-                return answer(h, 400, {"detail": "a credential appears twice in one request"})
+            checked = await run_in_threadpool(check_credentials, reg.issuer, texts, round_)
+            if isinstance(checked, tuple):
+                status_, detail = checked
+                if status_ != 403:  # 400 and 429 are not remembered: the same body may come back
+                    raise HTTPException(status_, detail)
+                return answer(h, status_, {"detail": detail})
+            creds = checked
             users = len(creds)
         else:
             users = len(outer) // per_user
         if len(outer) != users * per_user or not outer:
-            store.reject(collection, round_, len(outer))
+            await run_in_threadpool(store.reject, collection, round_, len(outer))
             return answer(
                 h,
                 400,
@@ -538,6 +693,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     f"submission of round {round_} has {per_user} per user"
                 },
             )
+        if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
+            await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: junk never reaches the curator)
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
@@ -548,7 +705,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
         inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
         if error is not None:
-            store.reject(collection, round_, len(outer) - len(inner))
+            await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
         try:
             new = await run_in_threadpool(
@@ -567,15 +724,36 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         cache.pop(f"curator/internal/v1/collections/{collection}", None)
         signed = fetch("curator", f"/internal/v1/collections/{collection}", "spec", 0.0)
         old = registry.get(collection)
-        expires = old.expires if old else time.time() + cfg.pool_ttl_seconds
-        policy = {"enrolment": req.enrolment}
-        reg = registered(collection, signed, policy, expires)
+        remaining = old.expires - time.monotonic() if old else cfg.pool_ttl_seconds
+        reg = registered(collection, signed, {"enrolment": req.enrolment}, remaining)
         if reg.spec.suite != key.suite:
             raise HTTPException(422, f"the shuffler's key is {key.suite}; the spec asks for {reg.spec.suite}")
-        store.register(collection, signed, policy, expires)
+        if old is not None and old.spec != reg.spec:
+            raise HTTPException(
+                409,
+                f"collection {collection!r} is registered with another spec; its features, floors and keys are "
+                "fixed (rotate a key by creating a new collection, a visible event)",
+            )
+        pinned = dict(reg.spec.keys)
+        if pinned.get("shuffler", key.public_key().to_text()) != key.public_key().to_text():
+            raise HTTPException(
+                409, f"the spec of {collection!r} pins another shuffler key than this shuffler's"
+            )
+        for role in ("curator", "analyst"):  # the owners' keys as relayed must be the pinned ones
+            if role in pinned:
+                cache.pop(f"{role}/internal/v1/keys", None)
+                relayed = fetch(role, "/internal/v1/keys", "keys", 0.0)["document"].get("public_key")
+                if relayed != pinned[role]:
+                    raise HTTPException(
+                        409, f"the {role}'s key is not the one the spec of {collection!r} pins: refused"
+                    )
+        if old is not None:
+            reg.plan, reg.plan_hash, reg.pairs = old.plan, old.plan_hash, old.pairs
+        policy = policy_of(reg)
+        store.register(collection, signed, policy, remaining)
         registry[collection] = reg
         log.info("collection %r registered (%s)", collection, req.enrolment)
-        return {"collection": collection, "enrolment": req.enrolment, "expires": expires}
+        return {"collection": collection, "enrolment": req.enrolment, "expires_in": remaining}
 
     @app.post("/admin/v1/collections/{collection}/invites", dependencies=[admin], tags=["admin"])
     def invites(collection: str, req: InviteRequest) -> dict[str, Any]:
@@ -593,7 +771,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def flush(collection: str, round_: int) -> dict[str, int]:
         """Close a round: forward its pool below the batch threshold, if it holds at least
         ``min_batch`` users (otherwise held or dropped, per ``at_close``)."""
-        reg = collection_of(collection)
+        reg = registry.get(check_id(collection))  # also an expired one: its pool is still forwarded
+        if reg is None:
+            raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
         store.flush(collection, check_round(round_))
         if round_ == PAIR_ROUND and reg.pairs is None:
             # after a restart the queries are fetched again here, so a pool whose users have all
@@ -601,7 +781,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             try:
                 pair_queries(reg, collection)
             except HTTPException as err:
-                log.warning("round %d of %r: pair queries unavailable (%s); pool held", round_, collection, err.detail)
+                log.warning(
+                    "round %d of %r: pair queries unavailable (%s); pool held", round_, collection, err.detail
+                )
         return store.stats(collection, round_)
 
     @app.get("/admin/v1/collections/{collection}/rounds/{round_}", dependencies=[admin], tags=["admin"])

@@ -108,6 +108,7 @@ class ShufflerStore(_Store):
     # ------------------------------------------------------------------------------ collections
 
     def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
+        """Store a registration; ``expires`` is the seconds it has left (running time)."""
         with self.tx() as cur:
             cur.execute(
                 "INSERT INTO collections (id, spec, policy, expires) VALUES (?, ?, ?, ?) ON CONFLICT (id)"
@@ -121,19 +122,29 @@ class ShufflerStore(_Store):
         return {c: (json.loads(s), json.loads(p), float(e)) for c, s, p, e in rows}
 
     def forget(self, collection: str) -> int:
-        """Remove an (expired) collection and all its state; returns the pooled messages dropped."""
+        """Remove an (expired) collection whose pool is empty: its registration and counters. Its
+        spent credentials and invites stay, so they are refused if it is registered again. Returns
+        the pooled messages left (0; :class:`RuntimeError` otherwise: acknowledged messages are
+        never deleted by expiry)."""
         with self.tx() as cur:
             (n,) = cur.execute("SELECT COUNT(*) FROM pool WHERE collection = ?", (collection,)).fetchone()
-            for table, col in (
-                ("pool", "collection"),
-                ("stats", "collection"),
-                ("invites", "collection"),
-                ("spent", "collection"),
-                ("collections", "id"),
-            ):
+            if n:
+                raise RuntimeError(f"collection {collection!r} still pools {n} acknowledged message(s)")
+            for table, col in (("stats", "collection"), ("collections", "id")):
                 cur.execute(f"DELETE FROM {table} WHERE {col} = ?", (collection,))
         self.checkpoint()
         return int(n)
+
+    def pooled(self, collection: str) -> int:
+        """Messages pooled for ``collection``, all rounds."""
+        with self._lock:
+            (n,) = self._con.execute("SELECT COUNT(*) FROM pool WHERE collection = ?", (collection,)).fetchone()
+        return int(n)
+
+    def set_remaining(self, collection: str, seconds: float) -> None:
+        """Persist the seconds a collection has left (counted on the shuffler's running time)."""
+        with self.tx() as cur:
+            cur.execute("UPDATE collections SET expires = ? WHERE id = ?", (seconds, collection))
 
     # ---------------------------------------------------------------------------- credentials
 
@@ -148,6 +159,8 @@ class ShufflerStore(_Store):
         """Spend invites (code hash, request hash), all or none. Returns the problems (empty: spent).
         An invite spent by the same request (a retry) passes again."""
         problems: list[str] = []
+        if len({code for code, _ in uses}) != len(uses):
+            return ["an invite is named twice in one request (one invite is one user)"]
         with self.tx() as cur:
             for i, (code, req) in enumerate(uses):
                 row = cur.execute(
