@@ -6,6 +6,10 @@
 * :class:`MomentRestorer`: T(x) = A x + b with the original mean and covariance (Woo, NISS).
 * :class:`PositivityRestorer`: the same, keeping non-negative columns non-negative.
 * :class:`RestoredMicroaggregation`: microaggregation then restoration, one ordinary transformer.
+* :class:`RankSwap` (Moore's rank swapping, sdcMicro's parameters) and :class:`CorrelatedNoise`
+  (noise proportional to the covariance, sdcMicro's ``correlated2``, or noise keeping the sample
+  mean and covariance exactly): the other numeric masking methods.
+* :class:`RestoredMasking`: any numeric masking then moment restoration, one transformer.
 * :func:`distributed_microaggregate`: blocked MDAV on a Dask or Spark frame, block by block where
   the rows live (same groups as ``Microaggregation(method="mdav_blocked", blocks=...)``).
 * :func:`utility_table`: IL, IL1s, eigenvalue distance, relative changes of moments and
@@ -28,6 +32,7 @@ from sdckit.microagg._groups import (
     vmdav_groups,
 )
 from sdckit.microagg._mdav import MDAV, Method, Microaggregation, information_loss
+from sdckit.microagg._noise import CorrelatedNoise, NoiseLaw
 from sdckit.microagg._positivity import (
     Fill,
     Partition,
@@ -36,6 +41,7 @@ from sdckit.microagg._positivity import (
     PositivityStats,
     SortKey,
 )
+from sdckit.microagg._rankswap import RankSwap
 from sdckit.microagg._relations import (
     LinearRelation,
     LinearRelationError,
@@ -59,17 +65,20 @@ __all__ = [
     "EIGHT_TYPES",
     "MDAV",
     "Centre",
+    "CorrelatedNoise",
     "Fill",
     "LinearRelation",
     "LinearRelationError",
     "Method",
     "Microaggregation",
     "Missing",
+    "NoiseLaw",
     "MomentRestorer",
     "Partition",
     "PositivityMode",
     "PositivityRestorer",
     "PositivityStats",
+    "RankSwap",
     "RestoreMethod",
     "RestoredMicroaggregation",
     "SortKey",
