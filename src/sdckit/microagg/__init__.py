@@ -19,7 +19,7 @@ Mathematics: the microaggregation notes (``docs/theory/microaggregation.md``; so
 """
 
 from sdckit.microagg._base import Centre, Missing
-from sdckit.microagg._composed import RestoredMicroaggregation
+from sdckit.microagg._composed import RestoredMasking, RestoredMicroaggregation
 from sdckit.microagg._distributed import distributed_microaggregate, distributed_moments
 from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_types_experiment
 from sdckit.microagg._groups import (
@@ -80,6 +80,7 @@ __all__ = [
     "PositivityStats",
     "RankSwap",
     "RestoreMethod",
+    "RestoredMasking",
     "RestoredMicroaggregation",
     "SortKey",
     "UtilityTable",
