@@ -11,7 +11,11 @@ the refusal rule reads its ``within_budget``:
 * l-diversity of each sensitive column within the quasi-identifier groups
   (:func:`sdckit.risk.l_diversity`);
 * interval disclosure of the masked numeric columns (share of records whose every original value
-  lies within +- 5 % of a standard deviation of the released one; sdcMicro ``dRisk``);
+  lies within +- 5 % of an *original* standard deviation of the released one; sdckit's own figure:
+  sdcMicro's ``dRisk`` uses the masked sd and is in ``numeric_risk``);
+* numeric disclosure risk of the masked numeric columns (``numeric_risk``): distance-based record
+  linkage (Euclidean on standardised columns and Mahalanobis), sdcMicro's ``dRisk`` and ``dRiskRMD``
+  (:mod:`sdckit.risk._linkage`);
 * when over budget, what would fix it, with the exposure each fix reaches.
 
 Pure logic, no I/O.
@@ -34,7 +38,7 @@ from sdckit.risk._wildcard import wildcard_group_sizes
 __all__ = ["ReleaseMeasure", "measure_release"]
 
 INTERVAL_WIDTH = 0.05
-"""Half-width of interval disclosure, in original standard deviations (sdcMicro ``dRisk`` default)."""
+"""Half-width of interval disclosure, in original standard deviations (the default k of sdcMicro's ``dRisk``)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,13 @@ class ReleaseMeasure:
     """Exposure at k with each quasi-identifier withheld (the effect of withholding it)."""
     fixes: tuple[str, ...] = ()
     """What would bring the release within budget (empty when it is)."""
+    # --- numeric disclosure risk of the masked numeric columns (issue 26) ---
+    numeric_risk: dict[str, Any] | None = None
+    """For masked numeric columns (records with a missing value left out): ``linkage`` (distance-based
+    record linkage, :func:`sdckit.risk.record_linkage`: shares of released records whose own original
+    is the nearest and within the k nearest, ``euclidean`` on standardised columns and
+    ``mahalanobis``), ``d_risk`` (sdcMicro's ``dRisk``, :func:`sdckit.risk.d_risk`) and ``d_risk_rmd``
+    (sdcMicro's ``dRiskRMD``, :func:`sdckit.risk.d_risk_rmd`); None when no numeric column is masked."""
 
     @property
     def within_budget(self) -> bool:
@@ -110,6 +121,7 @@ class ReleaseMeasure:
             "interval_disclosure": self.interval_disclosure,
             "exposure_without": dict(self.exposure_without),
             "fixes": list(self.fixes),
+            "numeric_risk": self.numeric_risk,
         }
 
 
@@ -290,4 +302,35 @@ def measure_release(
         interval_disclosure=_interval_disclosure(original, release, masked) if original is not None else None,
         exposure_without=without,
         fixes=() if exposure <= budget + 1e-12 else _fixes(release, qis, k, budget, masked, without),
+        numeric_risk=_numeric_risk(original, release, masked, k) if original is not None else None,
     )
+
+
+def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequence[str], k: int) -> dict[str, Any] | None:
+    """Record linkage, sdcMicro's ``dRisk`` and ``dRiskRMD`` of the masked numeric columns (complete records)."""
+    from sdckit.risk._linkage import d_risk, d_risk_rmd, record_linkage
+
+    cols = [c for c in masked if c in release.columns and c in original.columns]
+    cols = [c for c in cols if release.schema[c].is_numeric() and original.schema[c].is_numeric()]
+    if not cols:
+        return None
+    x = original.select(cols).cast(pl.Float64).to_numpy()
+    xm = release.select(cols).cast(pl.Float64).to_numpy()
+    ok = ~(np.isnan(x).any(axis=1) | np.isnan(xm).any(axis=1))
+    x, xm = x[ok], xm[ok]
+    if x.shape[0] < 2 * len(cols) + 2:
+        return None
+    linkage = {metric: record_linkage(x, xm, k=k, metric=metric).to_dict() for metric in ("euclidean", "mahalanobis")}
+    try:
+        rmd: dict[str, Any] | None = d_risk_rmd(x, xm).to_dict()
+    except (np.linalg.LinAlgError, ValueError):  # a singular robust covariance (exact linear relations)
+        rmd = None
+    return {
+        "columns": cols,
+        "n": int(x.shape[0]),
+        "k": k,
+        "linkage": linkage,
+        "d_risk": {"share": d_risk(x, xm, k=INTERVAL_WIDTH), "k": INTERVAL_WIDTH},
+        "d_risk_rmd": rmd,
+        "unit": "share of records (0..1)",
+    }
