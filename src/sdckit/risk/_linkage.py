@@ -1,8 +1,9 @@
 """Numeric disclosure risk of a masked release: distance-based record linkage, sdcMicro's ``dRisk`` and ``dRiskRMD``.
 
 The rows of the original and the masked table correspond (record i of the release is record i of
-the input). Every measure here runs in O(n p) memory: nearest neighbours come from a k-d tree
-(:class:`scipy.spatial.cKDTree`), never from an n x n distance matrix.
+the input). Every measure here runs in O(n p) memory, never with an n x n distance matrix: record
+linkage by a sorted-neighbourhood scan (blocking on the first principal axis), dRiskRMD's nearest
+other record from a k-d tree (:class:`scipy.spatial.cKDTree`).
 
 * :func:`record_linkage` (distance-based record linkage, Domingo-Ferrer & Torra 2001): an intruder
   who holds the original records links each released record to its nearest original record; the
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from numba import njit
 from scipy.spatial import cKDTree
 from scipy.stats import chi2
 
@@ -85,28 +87,81 @@ def _linkage_coordinates(
     return z @ whiten, zm @ whiten
 
 
+@njit(cache=True)
+def _scan_ranks(
+    z: NDArray[np.float64], zm: NDArray[np.float64], order: NDArray[np.int64], k: int, rel_tol: float
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """For each released record: originals strictly nearer than its own, and at most as near.
+
+    The originals are sorted by their first coordinate (``order``); from the released record's place
+    in that order the scan walks left and right while the first coordinate alone is within the own
+    distance (no farther original can be nearer), each distance summed column by column and abandoned
+    once past the own distance. It stops once k originals are nearer (the record is not linked within
+    k; both counts are then only "k or more").
+    """
+    n, p = z.shape
+    first = np.empty(n)
+    for r in range(n):
+        first[r] = z[order[r], 0]
+    nearer = np.zeros(n, dtype=np.int64)
+    at_most = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        own = 0.0
+        for c in range(p):
+            d = zm[i, c] - z[i, c]
+            own += d * d
+        tol = rel_tol * (1.0 + own)
+        lo_bound = own - tol
+        hi_bound = own + tol
+        pos = np.searchsorted(first, zm[i, 0])
+        less = 0
+        le = 0
+        right = pos
+        left = pos - 1
+        while less < k:  # the two sides merged by increasing gap on the first axis
+            if right < n and (left < 0 or first[right] - zm[i, 0] <= zm[i, 0] - first[left]):
+                r = right
+                right += 1
+            elif left >= 0:
+                r = left
+                left -= 1
+            else:
+                break
+            g = first[r] - zm[i, 0]
+            if g * g > hi_bound:
+                break  # every original left is at least this far on the first axis alone
+            j = order[r]
+            d2 = 0.0
+            for c in range(p):
+                d = zm[i, c] - z[j, c]
+                d2 += d * d
+                if d2 > hi_bound:
+                    break
+            if d2 <= hi_bound:
+                le += 1
+                if d2 < lo_bound:
+                    less += 1
+        nearer[i] = less
+        at_most[i] = max(le, less + 1)
+    return nearer, at_most
+
+
 def link_ranks(
     z: NDArray[np.float64], zm: NDArray[np.float64], k: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Per released record i: (#originals strictly nearer than its own, #originals at most as near).
 
-    Exact for the counts below k; ``at_most`` may stop at k + 1 when more originals are farther
-    (it is then only used to say "not within k"). A k-d tree of the originals, O(n k) memory.
+    Exact while the first count is below k (then the record may be linked within k); otherwise both
+    only say "k or more". Both tables are first rotated to the original's principal axes (distances
+    unchanged) so the sort on the first axis blocks well; O(n p) memory, no n x n matrix.
     """
-    n = z.shape[0]
-    own = np.sqrt(((zm - z) ** 2).sum(axis=1))
-    tol = _RANK_TOL * (1.0 + own)
-    tree = cKDTree(z)
-    kq = min(n, k + 1)
-    dist, _ = tree.query(zm, k=kq)
-    dist = dist.reshape(n, kq)
-    nearer = (dist < (own - tol)[:, None]).sum(axis=1).astype(np.int64)
-    at_most = (dist <= (own + tol)[:, None]).sum(axis=1).astype(np.int64)
-    # ties reaching past the k + 1 returned: count them in full (rare: duplicated records)
-    redo = np.flatnonzero((nearer < k) & (at_most == kq) & (kq < n))
-    if redo.size:
-        at_most[redo] = np.asarray(tree.query_ball_point(zm[redo], r=own[redo] + tol[redo], return_length=True))
-    return nearer, np.maximum(at_most, nearer + 1)
+    s = np.atleast_2d(np.cov(z, rowvar=False))
+    _, v = np.linalg.eigh((s + s.T) / 2)
+    rot = v[:, ::-1]
+    zr = np.ascontiguousarray(z @ rot)
+    zmr = np.ascontiguousarray(zm @ rot)
+    order = np.argsort(zr[:, 0], kind="stable").astype(np.int64)
+    return _scan_ranks(zr, zmr, order, int(k), _RANK_TOL)
 
 
 def record_linkage(x: ArrayLike, xm: ArrayLike, *, k: int = 5, metric: Metric = "euclidean") -> RecordLinkage:
@@ -121,8 +176,8 @@ def record_linkage(x: ArrayLike, xm: ArrayLike, *, k: int = 5, metric: Metric = 
         share_nearest  = (1/n) sum_i [l_i = 0] / (e_i - l_i)
         share_within_k = (1/n) sum_i clip((k - l_i) / (e_i - l_i), 0, 1)
 
-    [lit: Domingo-Ferrer & Torra 2001, distance-based record linkage]. Nearest neighbours from a k-d
-    tree: O(n k) memory, about O(n log n) time in few dimensions.
+    [lit: Domingo-Ferrer & Torra 2001, distance-based record linkage]. Counts by a sorted-neighbourhood
+    scan with exact distances (:func:`link_ranks`): O(n p) memory, never an n x n matrix.
 
     Examples
     --------
@@ -186,23 +241,74 @@ class DRiskRMD:
         return asdict(self)
 
 
+def _c_steps(z: NDArray[np.float64], subset: NDArray[np.int64], h: int, steps: int) -> tuple[NDArray[np.int64], float]:
+    """Concentration steps of FastMCD (Rousseeuw & Van Driessen 1999): keep the h records nearest in the
+    subset's Mahalanobis distance; the covariance determinant never increases. (subset, log det)."""
+    logdet = math.inf
+    for _ in range(steps):
+        sub = z[subset]
+        centre = sub.mean(axis=0)
+        cov = np.cov(sub, rowvar=False, ddof=1)
+        sign, new = np.linalg.slogdet(cov)
+        if sign <= 0:
+            return subset, -math.inf  # an exact fit: h records on a hyperplane
+        diff = z - centre
+        d2 = np.einsum("ij,ij->i", diff @ np.linalg.inv(cov), diff)
+        nxt = np.sort(np.argpartition(d2, h - 1)[:h])
+        if new >= logdet - 1e-12 and np.array_equal(nxt, subset):
+            return subset, new
+        subset, logdet = nxt, new
+    return subset, logdet
+
+
+def mcd_subset(z: NDArray[np.float64], h: int, *, starts: int = 100, random_state: int = 0) -> NDArray[np.int64]:
+    """The h-subset of the minimum covariance determinant, by FastMCD: ``starts`` random (p + 1)-subsets
+    (on at most 1,500 records) get two C-steps, the 10 best two more on all records, and the best of
+    those is iterated to convergence."""
+    n, p = z.shape
+    rng = np.random.default_rng(random_state)
+    pool = z if n <= 1500 else z[np.sort(rng.choice(n, 1500, replace=False))]
+    hp = max(p + 1, round(h * pool.shape[0] / n))
+    tried: list[tuple[float, NDArray[np.int64]]] = []
+    for _ in range(starts):
+        start = rng.choice(pool.shape[0], p + 1, replace=False)
+        sub = pool[start]
+        cov = np.cov(sub, rowvar=False, ddof=1)
+        if np.linalg.matrix_rank(cov) < p:
+            continue
+        diff = pool - sub.mean(axis=0)
+        d2 = np.einsum("ij,ij->i", diff @ np.linalg.inv(cov), diff)
+        subset, logdet = _c_steps(pool, np.sort(np.argpartition(d2, hp - 1)[:hp]), hp, 2)
+        tried.append((logdet, subset))
+    if not tried:
+        raise np.linalg.LinAlgError("every random start is singular")
+    best: tuple[float, NDArray[np.int64]] | None = None
+    for _, subset in sorted(tried, key=lambda t: t[0])[:10]:
+        sub = pool[subset]
+        diff = z - sub.mean(axis=0)
+        d2 = np.einsum("ij,ij->i", diff @ np.linalg.inv(np.cov(sub, rowvar=False, ddof=1)), diff)
+        full, logdet = _c_steps(z, np.sort(np.argpartition(d2, h - 1)[:h]), h, 2)
+        if best is None or logdet < best[0]:
+            best = (logdet, full)
+    assert best is not None
+    return _c_steps(z, best[1], h, 100)[0]  # the best of the ten, to convergence
+
+
 def mcd_covariance(z: NDArray[np.float64], *, random_state: int = 0) -> NDArray[np.float64]:
     """Reweighted MCD covariance with robustbase's consistency factors (no small-sample factors).
 
-    The h-subset (h = floor((n + p + 1) / 2), robustbase's default alpha = 1/2) comes from
-    scikit-learn's FastMCD (:class:`sklearn.covariance.MinCovDet`); then as robustbase
-    ``covMcd``: raw covariance = cov(h-subset) * c(h/n), weights = [d^2 < chi2_p(0.975)], covariance
-    = cov(weighted) * c(w/n), with ``c(a) = a / F_{chi2, p+2}(chi2_p^{-1}(a))``.
+    h = floor((n + p + 1) / 2) (robustbase's default alpha = 1/2), the h-subset by FastMCD
+    (:func:`mcd_subset`); then as robustbase ``covMcd``: raw covariance = cov(h-subset) * c(h/n),
+    weights = [d^2 < chi2_p(0.975)], covariance = cov(weighted) * c(w/n), with
+    ``c(a) = a / F_{chi2, p+2}(chi2_p^{-1}(a))``. O(n p^2) per step, no n x n matrix.
     """
-    from sklearn.covariance import MinCovDet
-
     n, p = z.shape
 
     def cons(a: float) -> float:
         return a / float(chi2.cdf(chi2.ppf(a, p), p + 2))
 
-    mcd = MinCovDet(random_state=random_state, support_fraction=math.floor((n + p + 1) / 2) / n).fit(z)
-    sub = z[mcd.raw_support_]
+    h = (n + p + 1) // 2
+    sub = z[mcd_subset(z, h, random_state=random_state)]
     raw_centre = sub.mean(axis=0)
     raw_cov = np.cov(sub, rowvar=False, ddof=1) * cons(sub.shape[0] / n)
     diff = z - raw_centre
@@ -230,7 +336,7 @@ def d_risk_rmd(
 
     ``covariance`` gives C (e.g. robustbase's ``covMcd(scale(x))$cov``); by default
     :func:`mcd_covariance`, which follows robustbase without its small-sample factors and with
-    scikit-learn's FastMCD subset, so it can differ slightly from sdcMicro's. The nearest other
+    its own FastMCD subset, so it can differ slightly from sdcMicro's. The nearest other
     masked record comes from a k-d tree (sdcMicro builds the n x n distance matrix).
     """
     a, b = _pair(x, xm, "d_risk_rmd")
