@@ -21,7 +21,14 @@ Mathematics: the microaggregation notes (``docs/theory/microaggregation.md``; so
 from sdckit.microagg._base import Centre, Missing
 from sdckit.microagg._composed import RestoredMasking, RestoredMicroaggregation
 from sdckit.microagg._distributed import distributed_microaggregate, distributed_moments
-from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_types_experiment
+from sdckit.microagg._experiment import (
+    EIGHT_TYPES,
+    METHODS,
+    VARIANTS,
+    eight_types_data,
+    eight_types_experiment,
+    experiment,
+)
 from sdckit.microagg._groups import (
     block_mdav,
     blocked_mdav_groups,
@@ -64,6 +71,7 @@ from sdckit.microagg._utility import (
 __all__ = [
     "EIGHT_TYPES",
     "MDAV",
+    "METHODS",
     "Centre",
     "CorrelatedNoise",
     "Fill",
@@ -84,6 +92,7 @@ __all__ = [
     "RestoredMicroaggregation",
     "SortKey",
     "UtilityTable",
+    "VARIANTS",
     "block_mdav",
     "blocked_mdav_groups",
     "check_linear_relations",
@@ -94,6 +103,7 @@ __all__ = [
     "eigen_distance",
     "eight_types_data",
     "eight_types_experiment",
+    "experiment",
     "find_linear_relations",
     "il1s",
     "information_loss",
