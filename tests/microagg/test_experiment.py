@@ -50,7 +50,8 @@ def test_generalised_experiment_rows() -> None:
     assert {r["variant"] for r in rows} == set(VARIANTS)
     for r in rows:
         assert 0 <= r["linkage_nearest"] <= r["linkage_within_k"] <= 1
-        assert r["il1s"] > 0 and 0 <= r["propensity"] <= 0.25
+        assert r["il1s"] > 0
+        assert 0 <= r["propensity"] <= 0.25
         if r["variant"] == "restored":
             assert r["covariance_change"] < 1e-8  # T restores the covariance exactly
     x = eight_types_data(n=120, p=3, seed=1)["symmetric low positive"]

@@ -70,7 +70,8 @@ def test_rank_swap_is_a_permutation_of_the_coded_column() -> None:
     # sdcMicro's single precision: 500 * 0.05f is just below 25, so 24 values are top coded
     coded[:24], coded[-24:] = coded[:24].mean(), coded[-24:].mean()
     assert np.allclose(np.sort(out), np.sort(coded))
-    assert out.mean() == pytest.approx(coded.mean()) and out.var() == pytest.approx(coded.var())
+    assert out.mean() == pytest.approx(coded.mean())
+    assert out.var() == pytest.approx(coded.var())
     assert 0 < window < 1
 
 
@@ -91,10 +92,12 @@ def test_rank_displacement_agrees_with_sdcmicro() -> None:
     a, b = np.concatenate(d_p), np.concatenate(d_r0)
     assert a.mean() == pytest.approx(27.3876, abs=5 * np.hypot(0.0203, a.std() / np.sqrt(200 * 5)))
     assert b.mean() == pytest.approx(44.2888, abs=5 * np.hypot(0.0348, b.std() / np.sqrt(200 * 5)))
-    assert list(np.quantile(a, [0.5, 0.9, 0.99])) + [a.max()] == [29, 46, 49, 49]
-    assert list(np.quantile(b, [0.5, 0.9, 0.99])) + [b.max()] == [46, 75, 81, 81]
-    assert a.min() > 0 and b.min() > 0
-    assert tops == {976.0} and bottoms == {25.0}
+    assert [*list(np.quantile(a, [0.5, 0.9, 0.99])), a.max()] == [29, 46, 49, 49]
+    assert [*list(np.quantile(b, [0.5, 0.9, 0.99])), b.max()] == [46, 75, 81, 81]
+    assert a.min() > 0
+    assert b.min() > 0
+    assert tops == {976.0}
+    assert bottoms == {25.0}
 
 
 def test_rank_swap_parameters_and_defaults() -> None:
@@ -108,7 +111,8 @@ def test_rank_swap_parameters_and_defaults() -> None:
         RankSwap(p=500).fit(x)
     frame = pl.DataFrame({"a": X1000, "b": X1000[::-1], "keep": ["x"] * 1000})
     out = RankSwap(p=2, columns=["a"], random_state=0).fit_transform(frame)
-    assert out["b"].equals(frame["b"]) and out["keep"].equals(frame["keep"])
+    assert out["b"].equals(frame["b"])
+    assert out["keep"].equals(frame["keep"])
 
 
 def test_correlated_noise_law_by_simulation() -> None:
@@ -200,7 +204,8 @@ def test_exact_noise_needs_rows_and_parameters_are_checked() -> None:
 def test_restoration_applies_to_any_masking(masker: object) -> None:
     x = np.random.default_rng(7).lognormal(size=(400, 3))
     out = RestoredMasking(masker=masker).fit_transform(x)
-    assert np.allclose(out.mean(axis=0), x.mean(axis=0)) and np.allclose(np.cov(out, rowvar=False), np.cov(x, rowvar=False))
+    assert np.allclose(out.mean(axis=0), x.mean(axis=0))
+    assert np.allclose(np.cov(out, rowvar=False), np.cov(x, rowvar=False))
     pos = RestoredMasking(masker=masker, restorer=PositivityRestorer()).fit_transform(x)
     assert pos.min() >= 0
     with pytest.raises(ParameterError, match="masker"):

@@ -40,8 +40,10 @@ def _config(csv: Path, *steps: dict[str, object]) -> dict[str, object]:
 
 def test_steps_parse_and_refuse_two_windows(csv: Path) -> None:
     config = parse_config(_config(csv, {"rank_swap": {"p": 5}}, {"correlated_noise": {"law": "exact", "noise": 0.2}}))
-    assert isinstance(config.steps[0], RankSwapStep) and config.steps[0].p == 5
-    assert isinstance(config.steps[1], CorrelatedNoiseStep) and config.steps[1].law == "exact"
+    assert isinstance(config.steps[0], RankSwapStep)
+    assert config.steps[0].p == 5
+    assert isinstance(config.steps[1], CorrelatedNoiseStep)
+    assert config.steps[1].law == "exact"
     with pytest.raises(ConfigError, match="one of p, r0 and k0"):
         parse_config(_config(csv, {"rank_swap": {"p": 5, "r0": 0.9}}))
     with pytest.raises(ConfigError, match="unknown key 'nosie'"):
@@ -62,7 +64,8 @@ def test_restore_moments_on_every_numeric_step(csv: Path, step: dict[str, object
     x = pl.read_csv(csv).select(cols).to_numpy()
     out = result.protected.select(cols).to_numpy()
     assert not np.allclose(out, x)
-    assert np.allclose(out.mean(axis=0), x.mean(axis=0)) and np.allclose(np.cov(out, rowvar=False), np.cov(x, rowvar=False))
+    assert np.allclose(out.mean(axis=0), x.mean(axis=0))
+    assert np.allclose(np.cov(out, rowvar=False), np.cov(x, rowvar=False))
     assert result.steps[0].details["restore_moments"] is True
     assert "Mean and covariance restored" in result.steps[0].description
 
@@ -76,7 +79,8 @@ def test_positivity_on_a_noise_step_keeps_signs(csv: Path) -> None:
 def test_release_measure_and_report_state_numeric_risk(csv: Path) -> None:
     result = run_pipeline(parse_config(_config(csv, {"rank_swap": {"p": 5}})), report=False)
     risk = result.release_measure.numeric_risk
-    assert risk is not None and risk["columns"] == ["income", "hours", "spend"]
+    assert risk is not None
+    assert risk["columns"] == ["income", "hours", "spend"]
     cols = ["income", "hours", "spend"]
     x = pl.read_csv(csv).select(cols).to_numpy()
     xm = result.protected.select(cols).to_numpy()
@@ -86,7 +90,8 @@ def test_release_measure_and_report_state_numeric_risk(csv: Path) -> None:
     rep = Report("t")
     rep.add(section)
     page = rep.render()
-    assert "numeric risk of the masked columns" in page and "sdcMicro dRisk" in page
+    assert "numeric risk of the masked columns" in page
+    assert "sdcMicro dRisk" in page
     # without a masked numeric column there is no block
     plain = measure_release(pl.read_csv(csv), quasi_identifiers=["region"], k=3, budget=0.9)
     assert "numeric risk of the masked columns" not in "".join(b.html for b in release_check_section(plain, plain).blocks)

@@ -158,7 +158,9 @@ def test_measure_release_states_numeric_risk() -> None:
     released = x.with_columns(pl.col("a") * 1.001, pl.col("b") + 0.3 * rng.normal(size=300))
     m = measure_release(released, quasi_identifiers=["g"], k=5, budget=0.5, original=x, masked=["a", "b"])
     risk = m.numeric_risk
-    assert risk is not None and risk["columns"] == ["a", "b"] and risk["k"] == 5
+    assert risk is not None
+    assert risk["columns"] == ["a", "b"]
+    assert risk["k"] == 5
     xa, xm = x.select("a", "b").to_numpy(), released.select("a", "b").to_numpy()
     assert risk["linkage"]["euclidean"]["share_nearest"] == record_linkage(xa, xm).share_nearest
     assert risk["d_risk"]["share"] == d_risk(xa, xm)

@@ -216,12 +216,12 @@ class RestoredMasking(Estimator):
     def transform(self, X: DataSource) -> Any:
         """The restored release of ``fit`` (masking is random: a new table needs ``fit_transform``)."""
         self.check_is_fitted("restorer_")
-        frame, was_array = self._read_input(X, reset=False)
+        _frame, was_array = self._read_input(X, reset=False)
         return self._write_output(restore_kind(self._release, X), was_array)
 
     def fit_transform(self, X: DataSource, y: None = None, **fit_params: Any) -> Any:
         """Mask and restore ``X``: the release."""
-        frame, was_array = self._read_input(X, reset=True)
+        _frame, was_array = self._read_input(X, reset=True)
         self.fit(X)
         return self._write_output(restore_kind(self._release, X), was_array)
 

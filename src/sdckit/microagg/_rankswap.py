@@ -123,7 +123,7 @@ def rank_swap_column(
     top_ratio = min(max(_f32(top_percent) * _f32(0.01), _f32(0.0)), _f32(1.0))
     bottom_ratio = min(max(_f32(bottom_percent) * _f32(0.01), _f32(0.0)), _f32(1.0))
     n_top = int(_f32(n) * top_ratio)
-    n_bottom = int(math.floor(_f32(n) * bottom_ratio))
+    n_bottom = math.floor(_f32(n) * bottom_ratio)
     bottom = n - n_bottom
     top_value = v[n_top - 1] if n_top else v[0]
     bottom_value = v[bottom] if n_bottom else v[bottom - 1]

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
 from numba import njit
+from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import cKDTree
 from scipy.stats import chi2
 
