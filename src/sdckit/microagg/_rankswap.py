@@ -143,7 +143,7 @@ def rank_swap_column(
     else:
         window = float(_f32(float(p or 0.0) / 100.0))
     if n_mid > 1:
-        partner = swap_partners(n_mid, float(_f32(n_mid) * _f32(window)), rng.random(n_mid))
+        partner = swap_partners(n_mid, float(_f32(n_mid) * _f32(window)), rng.random(n_mid))  # type: ignore[arg-type]
         v[lo:hi] = middle[partner]
     out = np.empty_like(x)
     out[order] = v
