@@ -65,6 +65,21 @@ def test_linkage_matches_brute_force_without_ties(metric: str) -> None:
     assert 0 < got.share_nearest < got.share_within_k < 1
 
 
+@pytest.mark.parametrize("method", ["tree", "scan"])
+def test_both_counting_methods_match_brute_force(method: str) -> None:
+    from sdckit.risk._linkage import _linkage_coordinates, link_ranks
+
+    rng = np.random.default_rng(8)
+    x = rng.lognormal(size=(200, 9))
+    xm = x * np.exp(rng.normal(scale=0.3, size=x.shape))
+    z, zm = _linkage_coordinates(x, xm, "euclidean")
+    nearer, _ = link_ranks(z, zm, 5, method=method)  # type: ignore[arg-type]
+    d = cdist(zm, z)
+    want = (d < np.diag(d)[:, None] - 1e-9).sum(axis=1)
+    assert np.array_equal(np.minimum(nearer, 5), np.minimum(want, 5))
+    assert 0 < np.mean(want == 0) < 1
+
+
 def test_linkage_ties_counted_as_random_tie_breaks() -> None:
     rng = np.random.default_rng(4)
     base = rng.integers(0, 3, size=(20, 2)).astype(np.float64)

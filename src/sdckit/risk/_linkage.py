@@ -2,8 +2,8 @@
 
 The rows of the original and the masked table correspond (record i of the release is record i of
 the input). Every measure here runs in O(n p) memory, never with an n x n distance matrix: record
-linkage by a sorted-neighbourhood scan (blocking on the first principal axis), dRiskRMD's nearest
-other record from a k-d tree (:class:`scipy.spatial.cKDTree`).
+linkage by a k-d tree (:class:`scipy.spatial.cKDTree`) in few columns and a sorted-neighbourhood
+scan (blocking on the first principal axis) in many, dRiskRMD's nearest other record by a k-d tree.
 
 * :func:`record_linkage` (distance-based record linkage, Domingo-Ferrer & Torra 2001): an intruder
   who holds the original records links each released record to its nearest original record; the
@@ -146,15 +146,41 @@ def _scan_ranks(
     return nearer, at_most
 
 
+KD_TREE_MAX_COLUMNS = 6
+"""Up to this many columns a k-d tree finds the k + 1 nearest originals; above it (where a k-d tree
+visits most of its leaves) the sorted-neighbourhood scan :func:`_scan_ranks` counts them."""
+
+
+def _ranks_by_tree(z: NDArray[np.float64], zm: NDArray[np.float64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    n = z.shape[0]
+    own = np.sqrt(((zm - z) ** 2).sum(axis=1))
+    tol = _RANK_TOL * (1.0 + own)
+    tree = cKDTree(z)
+    kq = min(n, k + 1)
+    dist, _ = tree.query(zm, k=kq)
+    dist = dist.reshape(n, kq)
+    nearer = (dist < (own - tol)[:, None]).sum(axis=1).astype(np.int64)
+    at_most = (dist <= (own + tol)[:, None]).sum(axis=1).astype(np.int64)
+    # ties reaching past the k + 1 returned: count them in full (rare: duplicated records)
+    redo = np.flatnonzero((nearer < k) & (at_most == kq) & (kq < n))
+    if redo.size:
+        at_most[redo] = np.asarray(tree.query_ball_point(zm[redo], r=own[redo] + tol[redo], return_length=True))
+    return nearer, np.maximum(at_most, nearer + 1)
+
+
 def link_ranks(
-    z: NDArray[np.float64], zm: NDArray[np.float64], k: int
+    z: NDArray[np.float64], zm: NDArray[np.float64], k: int, *, method: Literal["auto", "tree", "scan"] = "auto"
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Per released record i: (#originals strictly nearer than its own, #originals at most as near).
 
     Exact while the first count is below k (then the record may be linked within k); otherwise both
-    only say "k or more". Both tables are first rotated to the original's principal axes (distances
-    unchanged) so the sort on the first axis blocks well; O(n p) memory, no n x n matrix.
+    only say "k or more". ``method="tree"``: the k + 1 nearest from a k-d tree (O(n k) memory);
+    ``"scan"``: both tables rotated to the original's principal axes (distances unchanged) and
+    scanned in the order of the first axis (O(n p) memory); ``"auto"``: the tree up to
+    :data:`KD_TREE_MAX_COLUMNS` columns, else the scan. Never an n x n matrix.
     """
+    if method == "tree" or (method == "auto" and z.shape[1] <= KD_TREE_MAX_COLUMNS):
+        return _ranks_by_tree(z, zm, int(k))
     s = np.atleast_2d(np.cov(z, rowvar=False))
     _, v = np.linalg.eigh((s + s.T) / 2)
     rot = v[:, ::-1]
@@ -176,8 +202,8 @@ def record_linkage(x: ArrayLike, xm: ArrayLike, *, k: int = 5, metric: Metric = 
         share_nearest  = (1/n) sum_i [l_i = 0] / (e_i - l_i)
         share_within_k = (1/n) sum_i clip((k - l_i) / (e_i - l_i), 0, 1)
 
-    [lit: Domingo-Ferrer & Torra 2001, distance-based record linkage]. Counts by a sorted-neighbourhood
-    scan with exact distances (:func:`link_ranks`): O(n p) memory, never an n x n matrix.
+    [lit: Domingo-Ferrer & Torra 2001, distance-based record linkage]. Counts from a k-d tree in few
+    columns, from a sorted-neighbourhood scan in many (:func:`link_ranks`): never an n x n matrix.
 
     Examples
     --------
