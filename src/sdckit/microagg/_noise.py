@@ -155,6 +155,11 @@ class CorrelatedNoise(Estimator):
         if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0 < d < 1:
             raise ParameterError(f"CorrelatedNoise: delta={d!r} must be in (0, 1), e.g. 0.1.")
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None  # fresh OS entropy: two calls differ
+        return tags
+
     def fit(self, X: DataSource, y: None = None) -> CorrelatedNoise:
         """Check the parameters and the columns."""
         self._check()

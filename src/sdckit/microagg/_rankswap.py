@@ -176,7 +176,7 @@ class RankSwap(Estimator):
 
     Attributes
     ----------
-    columns_ : tuple of str. window_ : dict, the P used per column (share of N').
+    columns_ : tuple of str. window_ : dict, the P used per column on the fitted table (share of N').
     n_features_in_, feature_names_in_ : as in scikit-learn.
 
     Examples
@@ -226,13 +226,27 @@ class RankSwap(Estimator):
             given = {"r0": 0.95}
         return {"p": given.get("p"), "r0": given.get("r0"), "k0": given.get("k0")}
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None  # fresh OS entropy: two calls differ
+        return tags
+
     def fit(self, X: DataSource, y: None = None) -> RankSwap:
         """Check the parameters and the columns (rank swapping learns nothing from the data)."""
         self._params()
         as_generator(self.random_state)
         frame, _ = self._read_input(X, reset=True)
-        _, names = numeric_matrix(collect_if_lazy(frame, type(self).__name__), self.columns, min_rows=2)
+        x, names = numeric_matrix(collect_if_lazy(frame, type(self).__name__), self.columns, min_rows=2)
         self.columns_ = names
+        params = self._params()
+        # the window depends on the column only, not on the draws
+        self.window_ = {
+            name: rank_swap_column(
+                x[:, j], np.random.default_rng(0), top_percent=float(self.top_percent),
+                bottom_percent=float(self.bottom_percent), **params,
+            )[1]
+            for j, name in enumerate(names)
+        }
         return self
 
     def transform(self, X: DataSource) -> Any:
@@ -244,11 +258,9 @@ class RankSwap(Estimator):
         frame = collect_if_lazy(frame, type(self).__name__)
         x, names = numeric_matrix(frame, list(self.columns_), min_rows=2)
         out = np.empty_like(x)
-        window: dict[str, float] = {}
-        for j, name in enumerate(names):
-            out[:, j], window[name] = rank_swap_column(
+        for j, _name in enumerate(names):
+            out[:, j], _ = rank_swap_column(
                 x[:, j], rng, top_percent=float(self.top_percent), bottom_percent=float(self.bottom_percent), **params
             )
-        self.window_ = window
         result = like_input(frame, {name: out[:, j] for j, name in enumerate(names)})
         return self._write_output(restore_kind(result, X), was_array)
