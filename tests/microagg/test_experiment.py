@@ -39,3 +39,26 @@ def test_experiment_rows() -> None:
         assert 0 <= r["ecdf_max"] <= 1
         assert r["cluster"] >= 0
         assert 0 <= r["propensity"] <= 0.25
+
+
+def test_generalised_experiment_rows() -> None:
+    from sdckit.microagg import VARIANTS, experiment
+    from sdckit.risk import record_linkage
+
+    rows = experiment(n=120, p=3, k=10, methods=("mdav", "rank_swap"), seed=1)
+    assert len(rows) == 8 * 2 * 3
+    assert {r["variant"] for r in rows} == set(VARIANTS)
+    for r in rows:
+        assert 0 <= r["linkage_nearest"] <= r["linkage_within_k"] <= 1
+        assert r["il1s"] > 0
+        assert 0 <= r["propensity"] <= 0.25
+        if r["variant"] == "restored":
+            assert r["covariance_change"] < 1e-8  # T restores the covariance exactly
+    x = eight_types_data(n=120, p=3, seed=1)["symmetric low positive"]
+    first = rows[0]
+    assert (first["method"], first["variant"]) == ("mdav", "masked")
+    from sdckit.microagg._groups import group_centres, mdav_groups, standardize
+
+    masked = group_centres(x, mdav_groups(standardize(x), 10))
+    assert first["linkage_nearest"] == record_linkage(x, masked).share_nearest
+    assert rows[:3] == experiment(n=120, p=3, k=10, methods=("mdav",), seed=1)[:3]  # seeded: reproducible

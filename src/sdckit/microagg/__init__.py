@@ -6,6 +6,10 @@
 * :class:`MomentRestorer`: T(x) = A x + b with the original mean and covariance (Woo, NISS).
 * :class:`PositivityRestorer`: the same, keeping non-negative columns non-negative.
 * :class:`RestoredMicroaggregation`: microaggregation then restoration, one ordinary transformer.
+* :class:`RankSwap` (Moore's rank swapping, sdcMicro's parameters) and :class:`CorrelatedNoise`
+  (noise proportional to the covariance, sdcMicro's ``correlated2``, or noise keeping the sample
+  mean and covariance exactly): the other numeric masking methods.
+* :class:`RestoredMasking`: any numeric masking then moment restoration, one transformer.
 * :func:`distributed_microaggregate`: blocked MDAV on a Dask or Spark frame, block by block where
   the rows live (same groups as ``Microaggregation(method="mdav_blocked", blocks=...)``).
 * :func:`utility_table`: IL, IL1s, eigenvalue distance, relative changes of moments and
@@ -15,9 +19,16 @@ Mathematics: the microaggregation notes (``docs/theory/microaggregation.md``; so
 """
 
 from sdckit.microagg._base import Centre, Missing
-from sdckit.microagg._composed import RestoredMicroaggregation
+from sdckit.microagg._composed import RestoredMasking, RestoredMicroaggregation
 from sdckit.microagg._distributed import distributed_microaggregate, distributed_moments
-from sdckit.microagg._experiment import EIGHT_TYPES, eight_types_data, eight_types_experiment
+from sdckit.microagg._experiment import (
+    EIGHT_TYPES,
+    METHODS,
+    VARIANTS,
+    eight_types_data,
+    eight_types_experiment,
+    experiment,
+)
 from sdckit.microagg._groups import (
     block_mdav,
     blocked_mdav_groups,
@@ -28,6 +39,7 @@ from sdckit.microagg._groups import (
     vmdav_groups,
 )
 from sdckit.microagg._mdav import MDAV, Method, Microaggregation, information_loss
+from sdckit.microagg._noise import CorrelatedNoise, NoiseLaw
 from sdckit.microagg._positivity import (
     Fill,
     Partition,
@@ -36,6 +48,7 @@ from sdckit.microagg._positivity import (
     PositivityStats,
     SortKey,
 )
+from sdckit.microagg._rankswap import RankSwap
 from sdckit.microagg._relations import (
     LinearRelation,
     LinearRelationError,
@@ -58,7 +71,10 @@ from sdckit.microagg._utility import (
 __all__ = [
     "EIGHT_TYPES",
     "MDAV",
+    "METHODS",
+    "VARIANTS",
     "Centre",
+    "CorrelatedNoise",
     "Fill",
     "LinearRelation",
     "LinearRelationError",
@@ -66,11 +82,14 @@ __all__ = [
     "Microaggregation",
     "Missing",
     "MomentRestorer",
+    "NoiseLaw",
     "Partition",
     "PositivityMode",
     "PositivityRestorer",
     "PositivityStats",
+    "RankSwap",
     "RestoreMethod",
+    "RestoredMasking",
     "RestoredMicroaggregation",
     "SortKey",
     "UtilityTable",
@@ -84,6 +103,7 @@ __all__ = [
     "eigen_distance",
     "eight_types_data",
     "eight_types_experiment",
+    "experiment",
     "find_linear_relations",
     "il1s",
     "information_loss",

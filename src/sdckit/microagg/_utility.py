@@ -1,7 +1,7 @@
 """Data-utility and interval-disclosure measures comparing an original and a masked table.
 
 Microaggregation notes §4 [lit: Woo, Reiter, Oganian and Karr (2009), J. Priv. Confid. 1(1);
-sdcMicro's ``dUtility``/``dRisk``]. Pure array functions plus :func:`utility_table`, which takes
+sdcMicro's ``dUtility``; sdcMicro's ``dRisk`` is :func:`sdckit.risk.d_risk`]. Pure array functions plus :func:`utility_table`, which takes
 frames and returns every measure in one :class:`UtilityTable`.
 """
 
@@ -421,8 +421,9 @@ def negative_share(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
 def interval_disclosure(x: NDArray[np.float64], xm: NDArray[np.float64], *, k: float = 0.05) -> float:
     """SDID risk: share of records whose every original value lies in ``x'_ij +- k sd_j`` (0..1).
 
-    ``sd_j`` is the original sample sd (ddof=1) [lit: sdcMicro ``dRisk``; notes §4]. Rows must
-    correspond. 1 for an unmasked release (every record is disclosed), lower is safer.
+    ``sd_j`` is the original sample sd (ddof=1) [notes §4]. Rows must correspond. 1 for an
+    unmasked release (every record is disclosed), lower is safer. This is sdckit's own figure, not
+    sdcMicro's ``dRisk``: that one uses the *masked* sd (:func:`sdckit.risk.d_risk`).
     """
     sd = _sample_sd(x)
     inside = np.abs(x - xm) <= k * sd

@@ -35,9 +35,11 @@ from sdckit.errors import ConfigError
 __all__ = [
     "ANONYMIZE_STEPS",
     "AnonymizeStep",
+    "CorrelatedNoiseStep",
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
+    "RankSwapStep",
     "ReadSection",
     "Step",
     "SuppressStep",
@@ -61,7 +63,7 @@ ANONYMIZE_STEPS: dict[str, str] = {
 }
 """Pipeline steps whose options are the constructor keywords of an estimator ("module:Class", imported lazily)."""
 
-STEP_KINDS = ("microaggregate", "noise", "suppress", *ANONYMIZE_STEPS)
+STEP_KINDS = ("microaggregate", "noise", "rank_swap", "correlated_noise", "suppress", *ANONYMIZE_STEPS)
 
 Whole = Annotated[int, Field(strict=True)]
 Number = Annotated[float, Field(strict=True)]
@@ -153,6 +155,10 @@ class NoiseStep(_Strict):
     """Columns to perturb (default: the pipeline's ``numeric`` columns)."""
     max_leakage_nats: Annotated[float, Field(strict=True, gt=0.0, le=1e9)] = 1.0
     """Largest information leakage per respondent, in nats, used when ``t`` is ``recommended``."""
+    restore_moments: Flag = False
+    """Then apply the linear transformation that restores the original mean and covariance."""
+    positivity: Literal["none", "same", "subset", "global"] = "none"
+    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
 
     kind: Literal["noise"] = "noise"
 
@@ -160,6 +166,86 @@ class NoiseStep(_Strict):
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
+
+    @field_validator("positivity", mode="before")
+    @classmethod
+    def _yaml_no(cls, v: Any) -> Any:
+        return "none" if v is False else v
+
+
+Percent = Annotated[float, Field(strict=True, ge=0.0, le=100.0)]
+
+
+class RankSwapStep(_Strict):
+    """Rank swapping (Moore; sdcMicro ``rankSwap``): each column's values swapped within a rank window."""
+
+    p: Percent | None = None
+    """Rank window in percent of the swapped records (two values swap only when their ranks differ by
+    less than p % of them); give at most one of p, r0, k0 (none: r0 = 0.95, sdcMicro's default)."""
+    r0: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] | None = None
+    """Multivariate preservation factor R0: the window is ``sqrt(2 V (1 - R0)) / D`` per column."""
+    k0: Annotated[float, Field(strict=True, ge=0.0)] | None = None
+    """Subset-mean preservation factor K0: the window is ``sqrt(8/3) K0 |mean| / D`` per column."""
+    top_percent: Annotated[float, Field(strict=True, ge=0.0, le=50.0)] = 5.0
+    """Percent of the largest values replaced by their mean before swapping."""
+    bottom_percent: Annotated[float, Field(strict=True, ge=0.0, le=50.0)] = 5.0
+    """Percent of the smallest values replaced by their mean before swapping."""
+    columns: Columns | None = None
+    """Columns to swap (default: the pipeline's ``numeric`` columns)."""
+    restore_moments: Flag = False
+    """Then apply the linear transformation that restores the original mean and covariance."""
+    positivity: Literal["none", "same", "subset", "global"] = "none"
+    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
+
+    kind: Literal["rank_swap"] = "rank_swap"
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return _split(v)
+
+    @field_validator("positivity", mode="before")
+    @classmethod
+    def _yaml_no(cls, v: Any) -> Any:
+        return "none" if v is False else v
+
+    @model_validator(mode="after")
+    def _one_window(self) -> RankSwapStep:
+        given = [name for name in ("p", "r0", "k0") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"give one of p, r0 and k0 (the rank window), not {' and '.join(given)}.")
+        return self
+
+
+class CorrelatedNoiseStep(_Strict):
+    """Noise with the data's covariance (``correlated``), sdcMicro's ``correlated2``, or noise keeping
+    the sample mean and covariance exactly (``exact``)."""
+
+    law: Literal["correlated", "correlated2", "exact"] = "correlated"
+    """``correlated``: x + N(0, noise S); ``correlated2``: sdcMicro's per-column law with ``delta``;
+    ``exact``: the release has exactly the sample mean and covariance."""
+    noise: Annotated[float, Field(strict=True, gt=0.0, le=100.0)] = 0.1
+    """Noise variance as a share of the data's covariance (sdcMicro's ``noise`` / 100)."""
+    delta: Annotated[float, Field(strict=True, gt=0.0, lt=1.0)] = 0.1
+    """``correlated2``'s delta."""
+    columns: Columns | None = None
+    """Columns to perturb together (default: the pipeline's ``numeric`` columns)."""
+    restore_moments: Flag = False
+    """Then apply the linear transformation that restores the original mean and covariance."""
+    positivity: Literal["none", "same", "subset", "global"] = "none"
+    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
+
+    kind: Literal["correlated_noise"] = "correlated_noise"
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return _split(v)
+
+    @field_validator("positivity", mode="before")
+    @classmethod
+    def _yaml_no(cls, v: Any) -> Any:
+        return "none" if v is False else v
 
 
 class SuppressStep(_Strict):
@@ -186,7 +272,7 @@ class AnonymizeStep(_Strict):
     internal: ClassVar[tuple[str, ...]] = ("kind", "source", "params")
 
 
-Step = MicroaggregateStep | NoiseStep | SuppressStep | AnonymizeStep
+Step = MicroaggregateStep | NoiseStep | RankSwapStep | CorrelatedNoiseStep | SuppressStep | AnonymizeStep
 
 
 DEFAULT_NA_VALUES: tuple[str, ...] = ("", "NA", "NaN")
@@ -618,9 +704,13 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-_STEP_MODELS: dict[str, type[MicroaggregateStep] | type[NoiseStep] | type[SuppressStep]] = {
+_STEP_MODELS: dict[
+    str, type[MicroaggregateStep] | type[NoiseStep] | type[RankSwapStep] | type[CorrelatedNoiseStep] | type[SuppressStep]
+] = {
     "microaggregate": MicroaggregateStep,
     "noise": NoiseStep,
+    "rank_swap": RankSwapStep,
+    "correlated_noise": CorrelatedNoiseStep,
     "suppress": SuppressStep,
 }
 

@@ -35,9 +35,11 @@ from sdckit.pipeline._config import (
     ANONYMIZE_STEPS,
     DEFAULT_NAME,
     AnonymizeStep,
+    CorrelatedNoiseStep,
     MicroaggregateStep,
     NoiseStep,
     PipelineConfig,
+    RankSwapStep,
     ReadSection,
     Step,
     SuppressStep,
@@ -58,7 +60,7 @@ class StepLog:
     """What one masking step did, in numbers."""
 
     kind: str
-    """``microaggregate``, ``noise`` or ``suppress``."""
+    """The step's kind: ``microaggregate``, ``noise``, ``rank_swap``, ``correlated_noise``, ``suppress``, ..."""
     columns: tuple[str, ...]
     """Columns the step changed or removed."""
     details: dict[str, Any] = field(default_factory=dict)
@@ -219,8 +221,12 @@ def guess_columns(frame: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]
     return roles.quasi_identifiers, roles.numeric
 
 
+NUMERIC_STEPS = (MicroaggregateStep, NoiseStep, RankSwapStep, CorrelatedNoiseStep)
+"""The steps that mask the numeric columns (their ``columns``, or the pipeline's ``numeric``)."""
+
+
 def _step_columns(step: Step) -> tuple[str, ...]:
-    if isinstance(step, (MicroaggregateStep, NoiseStep)):
+    if isinstance(step, NUMERIC_STEPS):
         return tuple(step.columns or ())
     if isinstance(step, SuppressStep) and step.columns != "plan":
         return tuple(step.columns)
@@ -317,7 +323,7 @@ def _resolve_roles(
     roles = replace(roles, categorical=categorical)
     roles = replace(roles, flags=(*roles.flags, *flag_declared(frame, roles)))
     for i, step in enumerate(config.steps):
-        if isinstance(step, (MicroaggregateStep, NoiseStep)):
+        if isinstance(step, NUMERIC_STEPS):
             cat = next((c for c in (step.columns or roles.numeric) if c in categorical), None)
             if cat is not None:
                 why = "is listed under categorical" if cat in (config.categorical or ()) else "has value labels in the input file"
@@ -337,7 +343,7 @@ def _resolve_roles(
                         f"(SPSS: RECODE {c} ({code:g}=SYSMIS))."
                     )
     for i, step in enumerate(config.steps):
-        if isinstance(step, (MicroaggregateStep, NoiseStep)) and not (step.columns or roles.numeric):
+        if isinstance(step, NUMERIC_STEPS) and not (step.columns or roles.numeric):
             raise ConfigError(
                 f"{src}: steps[{i}].{step.kind}: no columns to mask; list them in `numeric` or in the step's `columns`."
             )
@@ -506,6 +512,62 @@ def _noise(
     return out, StepLog("noise", columns, details, what)
 
 
+def _restore_step(
+    before: pl.DataFrame,
+    after: pl.DataFrame,
+    step: NoiseStep | RankSwapStep | CorrelatedNoiseStep,
+    columns: tuple[str, ...],
+    log: StepLog,
+) -> tuple[pl.DataFrame, StepLog]:
+    """A numeric step's ``restore_moments`` / ``positivity``: T(x) = A x + b fitted on (before, after)."""
+    from sdckit.microagg import MomentRestorer, PositivityRestorer
+
+    if step.positivity == "none" and not step.restore_moments:
+        return after, log
+    original, masked = before.select(columns), after.select(columns)
+    details = dict(log.details)
+    if step.positivity != "none":
+        restorer = PositivityRestorer(mode=step.positivity, columns=list(columns))
+        restorer.fit(original, masked, groups=np.arange(original.height))  # no groups: each record its own
+        restored = restorer.transform(masked)
+        details["positivity"] = restorer.stats_.to_dict()
+        what = f" Mean and covariance restored keeping signs ({step.positivity})."
+    else:
+        restored = MomentRestorer(columns=list(columns)).fit(original, masked).transform(masked)
+        what = " Mean and covariance restored."
+    details["restore_moments"] = True
+    return after.with_columns(restored.select(columns)), StepLog(log.kind, log.columns, details, log.description + what)
+
+
+def _swap_or_correlated_noise(
+    frame: pl.DataFrame, step: RankSwapStep | CorrelatedNoiseStep, columns: tuple[str, ...], seed: int | None
+) -> tuple[pl.DataFrame, StepLog]:
+    from sdckit.microagg import CorrelatedNoise, RankSwap
+
+    _numeric_columns(frame, columns)  # precise error for text or missing values
+    data = frame.select(columns).cast(pl.Float64)
+    details: dict[str, Any]
+    if isinstance(step, RankSwapStep):
+        swap = RankSwap(
+            p=step.p, r0=step.r0, k0=step.k0, top_percent=step.top_percent, bottom_percent=step.bottom_percent,
+            random_state=seed,
+        )
+        masked = swap.fit_transform(data)
+        window = {c: float(w) for c, w in swap.window_.items()}
+        how = f"p = {step.p} %" if step.p is not None else (f"k0 = {step.k0}" if step.k0 is not None else f"r0 = {step.r0 or 0.95}")
+        details = {"p": step.p, "r0": step.r0, "k0": step.k0, "top_percent": step.top_percent,
+                   "bottom_percent": step.bottom_percent, "window_share": window}
+        what = (f"Rank swapping ({how}; top/bottom {step.top_percent:g} %/{step.bottom_percent:g} % coded) on "
+                f"{len(columns)} column(s), windows {min(window.values()):.3g}-{max(window.values()):.3g} of the records.")
+    else:
+        masked = CorrelatedNoise(law=step.law, noise=step.noise, delta=step.delta, random_state=seed).fit_transform(data)
+        details = {"law": step.law, "noise": step.noise, "delta": step.delta}
+        size = f"delta = {step.delta:g}" if step.law == "correlated2" else f"noise = {step.noise:g} of the covariance"
+        what = f"Correlated noise ({step.law}, {size}) on {len(columns)} column(s)."
+    out = frame.with_columns(masked.select(columns))
+    return _restore_step(frame, out, step, columns, StepLog(step.kind, columns, details, what))
+
+
 def _anonymize(
     frame: pl.DataFrame, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int | None
 ) -> tuple[pl.DataFrame, StepLog]:
@@ -612,7 +674,7 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
     masked: set[str] = set()
     dropped: set[str] = set()
     for step in config.steps:
-        if isinstance(step, (MicroaggregateStep, NoiseStep)):
+        if isinstance(step, NUMERIC_STEPS):
             masked.update(step.columns or roles.numeric)
         elif isinstance(step, AnonymizeStep) and step.kind == "top_code":
             masked.update(_step_columns(step) or roles.numeric)
@@ -679,8 +741,11 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             cols = tuple(c for c in cols if c in protected.columns)
             if isinstance(step, MicroaggregateStep):
                 protected, log = _microaggregate(protected, step, cols, qis)
+            elif isinstance(step, (RankSwapStep, CorrelatedNoiseStep)):
+                protected, log = _swap_or_correlated_noise(protected, step, cols, seed)
             else:
                 protected, log = _noise(protected, step, cols, seed)
+                protected, log = _restore_step(before, protected, step, cols, log)
             masked.update(cols)
         known = _known_after(known, before, protected, step, log)
         logs.append(_randomness(log, step, seed))
@@ -743,7 +808,7 @@ def _known_after(known: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame,
 
 def _randomness(log: StepLog, step: Step, seed: int | None) -> StepLog:
     """Record that a step drew random numbers, and from where (never the seed of a real release)."""
-    random = isinstance(step, NoiseStep) or (
+    random = isinstance(step, (NoiseStep, RankSwapStep, CorrelatedNoiseStep)) or (
         isinstance(step, AnonymizeStep)
         and (step.kind == "pram" or (step.kind == "local_suppression" and step.params.get("method", "decoys") == "decoys")
              or bool(step.params.get("random_redaction")))
@@ -773,8 +838,9 @@ def _measure_written(
 
 def _stated_figures(measure: ReleaseMeasure) -> dict[str, Any]:
     """The figures of a release the report states, to compare the file as written with the release in
-    memory: everything but interval disclosure and the fixes (they need the input beside the release)."""
-    return {key: value for key, value in measure.to_dict().items() if key not in ("interval_disclosure", "fixes", "information_loss", "warnings")}
+    memory: everything but interval disclosure, numeric risk and the fixes (they need the input beside the release)."""
+    skipped = ("interval_disclosure", "fixes", "information_loss", "warnings", "numeric_risk")
+    return {key: value for key, value in measure.to_dict().items() if key not in skipped}
 
 
 def _same(value: Any) -> str:

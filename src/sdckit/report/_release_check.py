@@ -220,6 +220,8 @@ def release_check_section(
                 ["masked column", "records whose original lies within ±5 % sd of the released value"],
             )
         )
+    if release.numeric_risk:
+        section.add(numeric_risk_table(release.numeric_risk))
     if roles is not None:
         role_of: dict[str, str] = {}
         for role in ("identifiers", "weight", "keep", "sensitive", "numeric", "quasi_identifiers"):
@@ -258,3 +260,28 @@ def release_check_section(
     )
     section.summary = text
     return section
+
+
+def numeric_risk_table(risk: Mapping[str, Any]) -> Any:
+    """Numeric disclosure risk of the masked columns: record linkage, sdcMicro's dRisk and dRiskRMD."""
+    link = risk["linkage"]
+    k = risk["k"]
+    rows: list[tuple[Any, ...]] = [
+        ("linked: own original nearest", _pct(link["euclidean"]["share_nearest"]),
+         "released records whose nearest original record (standardised columns) is their own: an intruder "
+         "holding the originals links them back"),
+        (f"linked: own original within the {k} nearest", _pct(link["euclidean"]["share_within_k"]),
+         f"released records whose own original is among the {k} nearest originals"),
+        ("linked by Mahalanobis distance: nearest", _pct(link["mahalanobis"]["share_nearest"]),
+         "the same, with distances in the original covariance"),
+        ("sdcMicro dRisk (±5 % masked sd)", _pct(risk["d_risk"]["share"]),
+         "records whose every original value lies within ±5 % of the masked column's sd of the released one"),
+    ]
+    rmd = risk.get("d_risk_rmd")
+    if rmd:
+        rows.append(("sdcMicro dRiskRMD (risk1 / risk2)", f"{_pct(rmd['risk1'])} / {_pct(rmd['risk2'])}",
+                     "intervals scaled by the robust Mahalanobis distance; risk2 counts only released records "
+                     "with no other released record nearby"))
+    return table(rows, ["numeric risk of the masked columns", "release", "what it measures"],
+                 caption=f"On {len(risk['columns'])} masked numeric column(s), {risk['n']:,} complete records; "
+                         "lower is safer.")

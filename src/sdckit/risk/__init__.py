@@ -13,6 +13,7 @@ from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk
 from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
+from sdckit.risk._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
 from sdckit.risk._marginals import Marginals
 from sdckit.risk._planner import ReleasePlan, Setting, plan_release
 from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries, received_marginals
@@ -34,6 +35,7 @@ __all__ = [
     "BlockQuery",
     "BoundMethod",
     "ColumnRisk",
+    "DRiskRMD",
     "DiversityKind",
     "ExposureCurve",
     "IndividualRisk",
@@ -42,6 +44,7 @@ __all__ = [
     "Marginals",
     "PairBoundCurve",
     "QueryPlan",
+    "RecordLinkage",
     "ReleaseMeasure",
     "ReleasePlan",
     "RiskSummary",
@@ -53,6 +56,8 @@ __all__ = [
     "benedetti_franconi",
     "choose_pair_queries",
     "consistent_counts",
+    "d_risk",
+    "d_risk_rmd",
     "entropy",
     "entropy_exposure_bound",
     "entropy_exposure_bound_sharp",
@@ -67,6 +72,7 @@ __all__ = [
     "plan_release",
     "plugin_exposure",
     "received_marginals",
+    "record_linkage",
     "record_risk",
     "risk_summary",
     "statistical_exposure",

@@ -17,7 +17,11 @@ the refusal rule reads its ``within_budget``:
 * l-diversity of each sensitive column within the quasi-identifier groups
   (:func:`sdckit.risk.l_diversity`);
 * interval disclosure of the masked numeric columns (share of records whose every original value
-  lies within +- 5 % of a standard deviation of the released one; sdcMicro ``dRisk``);
+  lies within +- 5 % of an *original* standard deviation of the released one; sdckit's own figure:
+  sdcMicro's ``dRisk`` uses the masked sd and is in ``numeric_risk``);
+* numeric disclosure risk of the masked numeric columns (``numeric_risk``): distance-based record
+  linkage (Euclidean on standardised columns and Mahalanobis), sdcMicro's ``dRisk`` and ``dRiskRMD``
+  (:mod:`sdckit.risk._linkage`);
 * when over budget, what would fix it, with the exposure each fix reaches;
 * the individual and global risk of the release with the sampling weights (the released
   quasi-identifiers, missing cells read as ``missing_semantics`` says;
@@ -49,7 +53,7 @@ SUPPRESSED_MARK = "*"
 count it hides the value as a missing cell does."""
 
 INTERVAL_WIDTH = 0.05
-"""Half-width of interval disclosure, in original standard deviations (sdcMicro ``dRisk`` default)."""
+"""Half-width of interval disclosure, in original standard deviations (the default k of sdcMicro's ``dRisk``)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,13 @@ class ReleaseMeasure:
     warnings: tuple[str, ...] = ()
     """What a reviewer must see: near-unique released columns, sensitive columns with l < 2, released
     columns no figure measures."""
+    # --- numeric disclosure risk of the masked numeric columns (issue 26) ---
+    numeric_risk: dict[str, Any] | None = None
+    """For masked numeric columns (records with a missing value left out): ``linkage`` (distance-based
+    record linkage, :func:`sdckit.risk.record_linkage`: shares of released records whose own original
+    is the nearest and within the k nearest, ``euclidean`` on standardised columns and
+    ``mahalanobis``), ``d_risk`` (sdcMicro's ``dRisk``, :func:`sdckit.risk.d_risk`) and ``d_risk_rmd``
+    (sdcMicro's ``dRiskRMD``, :func:`sdckit.risk.d_risk_rmd`); None when no numeric column is masked."""
 
     @property
     def within_budget(self) -> bool:
@@ -166,6 +177,7 @@ class ReleaseMeasure:
             "individual_risk": self.individual_risk,
             "information_loss": self.information_loss,
             "warnings": list(self.warnings),
+            "numeric_risk": self.numeric_risk,
         }
 
 
@@ -546,6 +558,7 @@ def measure_release(
         individual_risk=_individual(release, qis, weights, original, missing_semantics),
         information_loss=_information_loss(original, release, qis, masked) if original is not None else None,
         warnings=_warnings(release, qis, sensitive, masked, weights, l_div),
+        numeric_risk=_numeric_risk(original, release, masked, k) if original is not None else None,
     )
 
 
@@ -567,3 +580,33 @@ def _individual(
         warnings.simplefilter("ignore")
         got = individual_risk(frame, list(qis), weights=weights, missing="wildcard" if missing == "wildcard" else "value")
     return got.to_dict()
+
+
+def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequence[str], k: int) -> dict[str, Any] | None:
+    """Record linkage, sdcMicro's ``dRisk`` and ``dRiskRMD`` of the masked numeric columns (complete records)."""
+    from sdckit.risk._linkage import d_risk, d_risk_rmd, record_linkage
+
+    cols = [c for c in masked if c in release.columns and c in original.columns]
+    cols = [c for c in cols if release.schema[c].is_numeric() and original.schema[c].is_numeric()]
+    if not cols:
+        return None
+    x = original.select(cols).cast(pl.Float64).to_numpy()
+    xm = release.select(cols).cast(pl.Float64).to_numpy()
+    ok = ~(np.isnan(x).any(axis=1) | np.isnan(xm).any(axis=1))
+    x, xm = x[ok], xm[ok]
+    if x.shape[0] < 2 * len(cols) + 2:
+        return None
+    linkage = {metric: record_linkage(x, xm, k=k, metric=metric).to_dict() for metric in ("euclidean", "mahalanobis")}
+    try:
+        rmd: dict[str, Any] | None = d_risk_rmd(x, xm).to_dict()
+    except (np.linalg.LinAlgError, ValueError):  # a singular robust covariance (exact linear relations)
+        rmd = None
+    return {
+        "columns": cols,
+        "n": int(x.shape[0]),
+        "k": k,
+        "linkage": linkage,
+        "d_risk": {"share": d_risk(x, xm, k=INTERVAL_WIDTH), "k": INTERVAL_WIDTH},
+        "d_risk_rmd": rmd,
+        "unit": "share of records (0..1)",
+    }
