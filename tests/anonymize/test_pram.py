@@ -122,7 +122,7 @@ def test_sdcmicro_method_parameters() -> None:
     df = pl.DataFrame({"v": ["a", "b", "b"]})
     with pytest.raises(ParameterError, match="method='sdc'"):
         PRAM(method="sdc").fit(df)  # type: ignore[arg-type]
-    with pytest.raises(ParameterError, match="alpha=1.5"):
+    with pytest.raises(ParameterError, match=r"alpha=1\.5"):
         PRAM(method="sdcmicro", alpha=1.5).fit(df)
     a = PRAM(method="sdcmicro", random_state=3).fit(df).transition_["v"][1]
     b = PRAM(method="sdcmicro", random_state=3).fit(df).transition_["v"][1]

@@ -429,7 +429,7 @@ def _noise(frame: pl.DataFrame, step: NoiseStep, columns: tuple[str, ...], seed:
             for c, v in zip(columns, X.var(axis=0), strict=True)
         ])
         details["scale"] = "raw units, integer noise of variance t times each column's variance"
-        if np.all(X == np.round(X)):
+        if np.all(np.round(X) == X):
             details["information_leakage_nats"] = integer_leakage_bound(X.var(axis=0), t * X.var(axis=0))
             details["leakage_bound"] = (
                 "integer answers and discrete noise: I(X; Y) <= sum_j 1/2 log(2 pi e (Var Y_j + 1/12)) - H(K_j)"
