@@ -2,7 +2,7 @@
 
 Run: ``python tests/data/build_adult_pair_table.py [target [path [start]]]`` (writes
 tests/data/adult_pairs_table.csv.gz unless given a path; from Adult, or from the table at
-``start``; about 20 minutes to target 12 on a busy 2-core machine). Used by tests/risk/test_queries.py to prove that no sound
+``start``; on a busy 2-core machine about 20 minutes to a largest group of 13, then slower). Used by tests/risk/test_queries.py to prove that no sound
 bound computed from the 28 pair tables beats 1 from k = (largest group + 1).
 
 Local search by degree-4 moves that keep every pair table [derived]. Split the columns into three
