@@ -2,18 +2,22 @@
 
 * SUDA2 on sdcMicro's testdata (4,580 rows x 7 keys) and on Adult (32,561 rows x 8 keys);
 * individual risk (Benedetti-Franconi, with sampling weights) on 1,000,000 rows x 8 keys;
-* l-diversity on 1,000,000 rows (8 quasi-identifiers, 1 sensitive column).
+* l-diversity on sdcMicro's testdata (4,580 rows, 7 keys), on Adult (32,561 rows, 8 keys,
+  sensitive ``relationship``; issue 23: at least as fast as sdcMicro) and on 1,000,000 rows
+  (8 quasi-identifiers, 1 sensitive column).
 
 When ``PEER_RLIB`` points at the built sdcMicro library (see the developers' guide), the same
 computations run in R (``suda2``, ``measure_risk``), timed inside R around the call only (reading
 the CSV is not timed); the ratio is printed. Goal (issue 13): no slower than sdcMicro's C++.
-Run: ``cd benchmarks && ../.venv/bin/python risk_measures.py``.
+Run: ``cd benchmarks && ../.venv/bin/python risk_measures.py`` (``risk_measures.py ldiversity`` for the
+l-diversity rows on testdata and Adult alone).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -67,12 +71,37 @@ def _keys_r(keys: list[str]) -> str:
     return "c(" + ", ".join(f"'{k}'" for k in keys) + ")"
 
 
+def ldiversity_rows(tdir: Path) -> None:
+    """l-diversity on testdata and Adult, sdckit and sdcMicro's ``ldiversity`` in the same run."""
+    td = pl.read_csv(TESTDATA)
+    peer = peer_seconds(f"ldiversity(d, keyVars={_keys_r(TESTDATA_KEYS)}, ldiv_index='hhcivil')", TESTDATA)
+    emit(
+        "risk l_diversity testdata 4580x7, 1 sensitive",
+        bench(lambda: l_diversity(td, TESTDATA_KEYS, ["hhcivil"]), repeat=9),
+        peer=("sdcMicro ldiversity", peer) if peer else None,
+        target=peer,
+    )
+    adult = load_adult()
+    adult_csv = tdir / "adult_ld.csv"
+    adult.write_csv(adult_csv)
+    peer = peer_seconds(f"ldiversity(d, keyVars={_keys_r(ADULT_KEYS)}, ldiv_index='relationship')", adult_csv)
+    emit(
+        "risk l_diversity adult 32561x8, 1 sensitive",
+        bench(lambda: l_diversity(adult, ADULT_KEYS, ["relationship"]), repeat=9),
+        peer=("sdcMicro ldiversity", peer) if peer else None,
+        target=peer,
+    )
+
+
 def main() -> None:
     warnings.simplefilter("ignore")
     if not os.environ.get("PEER_RLIB"):
         print("PEER_RLIB is not set: sdcMicro (the peer) was not run; figures are sdckit's alone.")
     with tempfile.TemporaryDirectory() as tmp:
         tdir = Path(tmp)
+        ldiversity_rows(tdir)
+        if sys.argv[1:] == ["ldiversity"]:
+            return
         # SUDA2 on testdata (7 keys)
         td = pl.read_csv(TESTDATA)
         peer = peer_seconds(f"suda2(d, variables={_keys_r(TESTDATA_KEYS)}, DisFraction=0.01)", TESTDATA)

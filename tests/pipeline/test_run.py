@@ -112,7 +112,9 @@ def test_recommended_noise_uses_the_design(csv: Path) -> None:
     raw = _config(csv, steps=[{"noise": {"t": "recommended", "max_leakage_nats": 0.5}}])
     log = run_pipeline(parse_config(raw), report=False).steps[0]
     assert log.details["recommended_by"] == "design_noise"
-    assert log.details["t"] == log.details["design"]["t"] > 0
+    # the spiked model's t, or more when the columns' own covariance needs more to meet the budget
+    assert log.details["t"] >= log.details["design"]["t"] > 0
+    assert log.details["information_leakage_nats"] <= 0.5
 
 
 def test_columns_not_in_the_data(csv: Path) -> None:

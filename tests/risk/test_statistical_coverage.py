@@ -8,9 +8,11 @@ coverage 1 - delta = 0.90; the test asks for >= 0.87. The plug-in case must say 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from sdckit.risk import estimate_statistical_exposure, statistical_exposure
 
@@ -90,3 +92,67 @@ def test_small_samples_get_an_interval_that_covers(
         hits += est.lower <= truth <= est.upper
     assert used == REPS
     assert hits / REPS >= 1 - DELTA - 0.03, f"{name}: coverage {hits / REPS:.3f}"
+
+
+# ---- few users carry the estimate (issue 23) ---------------------------------------------------------
+# The estimate depends on a sample only through its multiset of counts, so each distinct multiset
+# is estimated once and weighted by how often it was drawn: the public function on every sample,
+# at a fraction of the cost.
+
+
+def _misses(p: np.ndarray, n_hat: int, n: int, k: int, delta: float, reps: int, seed: int) -> tuple[float, float]:
+    """Shares of samples with the truth above the upper end (unsafe) and below the lower end (safe)."""
+    truth = statistical_exposure(p, n=n, k=k)
+    drawn = np.random.default_rng(seed).multinomial(n_hat, p, size=reps)
+    drawn.sort(axis=1)
+    multisets = Counter(tuple(row[row > 0].tolist()) for row in drawn)
+    above = below = 0
+    for counts, times in multisets.items():
+        est = estimate_statistical_exposure(list(counts), n=n, k=k, delta=delta)
+        above += times * (truth > est.upper)
+        below += times * (truth < est.lower)
+    return above / reps, below / reps
+
+
+def _slack(rate: float, reps: int) -> float:
+    return 3 * math.sqrt(rate * (1 - rate) / reps)  # three binomial standard errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tail_users", [1, 3, 5, 10, 20])
+def test_rare_tail_upper_end_covers(tail_users: int) -> None:
+    # one big value and a tail of 50 values holding `tail_users` expected sampled users; k = 5.
+    # The audit: with 3 tail users the truth was above the upper end in 14-16 % of samples at 0.95.
+    reps = 1000
+    for n_hat in (30, 300, 1_000, 10_000):
+        if tail_users / n_hat > 0.2:
+            continue  # 10 or 20 of 30 users is not a rare tail (and it is the slowest case)
+        share = tail_users / n_hat
+        p = np.r_[1 - share, np.full(50, share / 50)]
+        for delta in (0.10, 0.05):
+            above, _ = _misses(p, n_hat, max(n_hat // 2, 5), 5, delta, reps, seed=n_hat + tail_users)
+            assert above <= delta / 2 + _slack(delta / 2, reps), f"n_hat={n_hat}, delta={delta}: {above:.3f}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("big_users", [3, 10, 30])
+def test_exposure_near_one_both_ends(big_users: int) -> None:
+    # everyone is rare but one value of `big_users` expected sampled users, n_hat = 1,000, k = 5.
+    # The jackknife missed on the safe side here (truth below the lower end in 70 % at 3 users).
+    reps, n_hat = 400, 1_000
+    share = big_users / n_hat
+    p = np.r_[share, np.full(20_000, (1 - share) / 20_000)]
+    for delta in (0.10, 0.05):
+        above, below = _misses(p, n_hat, n_hat // 2, 5, delta, reps, seed=big_users)
+        assert above <= delta / 2 + _slack(delta / 2, reps), f"unsafe side, delta={delta}: {above:.3f}"
+        assert below <= delta / 2 + _slack(delta / 2, reps), f"safe side, delta={delta}: {below:.3f}"
+
+
+def test_exact_limit_is_said_and_is_clopper_pearson() -> None:
+    # 2 tail users of 1,000: the jackknife's upper end would be below the exact limit
+    counts = [998, 1, 1]
+    est = estimate_statistical_exposure(counts, n=500, k=5, delta=0.05)
+    assert est.upper == pytest.approx(float(stats.beta.ppf(0.975, 3, 998)))  # x = 2: Beta(x + 1, n_hat - x)
+    assert "exact binomial limit" in est.note
+    explicit = estimate_statistical_exposure(counts, n=500, k=5, delta=0.05, interval="jackknife")
+    assert explicit.upper < est.upper  # asked for by name, the jackknife is the jackknife

@@ -10,11 +10,11 @@ changed in ``changes_``: per column, cells changed and values merged.
 * :class:`LocalSuppressor` / :func:`local_suppression`: key cells set to missing, with decoys, so
   that every released row is identical to at least k - 1 others (default), or sdcMicro's algorithm
   (``method="sdcmicro"``, a missing cell matching any value, :func:`wildcard_group_sizes`);
-* :class:`PRAM`: post-randomisation of categorical columns (invariant or a user matrix).
+* :class:`PRAM`: post-randomisation of categorical columns (invariant, sdcMicro's matrix, or a user matrix).
 """
 
 from sdckit.anonymize._hierarchy import Hierarchy, adult_hierarchies
-from sdckit.anonymize._pram import PRAM, invariant_matrix
+from sdckit.anonymize._pram import PRAM, invariant_matrix, sdcmicro_matrix
 from sdckit.anonymize._recode import GlobalRecoder, recode
 from sdckit.anonymize._suppress import LocalSuppressor, local_suppression, redaction_allowance
 from sdckit.anonymize._topcode import TopBottomCoder
@@ -31,5 +31,6 @@ __all__ = [
     "local_suppression",
     "recode",
     "redaction_allowance",
+    "sdcmicro_matrix",
     "wildcard_group_sizes",
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import narwhals as nw
 import numpy as np
@@ -36,13 +36,48 @@ def invariant_matrix(counts: NDArray[np.int64], pd: float) -> NDArray[np.float64
     return (1.0 - theta) * np.eye(m) + theta * np.ones((m, 1)) * pi[None, :]
 
 
+def sdcmicro_matrix(counts: NDArray[np.int64], keep: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """sdcMicro's ``pram`` matrix (5.8.1, R/pram.R ``calcTransitionMatrix``) for drawn diagonals ``keep``.
+
+    With L values of shares p (the column's counts over its non-missing cells) and the draws
+    keep_i ~ U(pd, 1): P has p_ii = keep_i and p_ij = (1 - keep_i) / (L - 1) off the diagonal;
+    Q[k, j] = P[j, k] p_j / sum_l p_l P[l, k] is the backward matrix (Bayes: P(original j | released k));
+    R = P Q is invariant (p R = p), and the matrix applied is Rs = alpha R + (1 - alpha) I.
+    (sdcMicro divides the counts by the sum of the factor's codes, not by the count; Q is unchanged
+    by any scale of p, so the matrix is the same.) Its diagonal is not bounded below by pd: a rare
+    value is kept with probability about alpha keep_i^2 + ... + (1 - alpha), as low as 0.17 at
+    pd = 0.6, alpha = 1 in the reference (tests/anonymize/test_pram.py).
+    """
+    p = counts / counts.sum()
+    m = p.size
+    if m <= 1:
+        return np.ones((m, m))
+    P = np.repeat(((1.0 - keep) / (m - 1))[:, None], m, axis=1)
+    np.fill_diagonal(P, keep)
+    s = p @ P  # s_k = sum_j p_j P[j, k]
+    Q = (P * p[:, None]).T / s[:, None]  # Q[k, j] = P[j, k] p_j / s_k
+    return alpha * (P @ Q) + (1.0 - alpha) * np.eye(m)
+
+
 class PRAM(Anonymizer):
     """Post-randomisation: each cell's value is redrawn from row ``P[value]`` of a transition matrix.
 
-    Invariant PRAM (default): P = (1 - theta) I + theta 1 pi^T, pi the column's value shares in the
-    fitted data, so that pi P = pi and the expected value counts after PRAM equal the counts
-    before (as sdcMicro's ``pram``, whose matrices are also invariant); theta is the largest with
-    every diagonal entry >= ``pd`` (:func:`invariant_matrix`). Or a user matrix per column,
+    Invariant PRAM (default, ``method="invariant"``): P = (1 - theta) I + theta 1 pi^T, pi the
+    column's value shares in the fitted data, so that pi P = pi and the expected value counts after
+    PRAM equal the counts before; theta is the largest with every diagonal entry >= ``pd``
+    (:func:`invariant_matrix`). Here ``pd`` is a guarantee: **every cell keeps its value with
+    probability at least pd**, rare values included.
+
+    ``method="sdcmicro"``: sdcMicro's construction (``pram(x, pd=, alpha=)``, :func:`sdcmicro_matrix`),
+    also invariant: each value's diagonal is drawn keep_i ~ U(pd, 1), the matrix P with that
+    diagonal and equal off-diagonal entries is turned into R = P Q (Q its backward matrix) and
+    alpha R + (1 - alpha) I is applied. There ``pd`` is the lower end of a draw *before* the
+    invariant transform, not a bound on what is kept: a rare value can be kept with probability far
+    below pd (0.17 at pd = 0.6, alpha = 1 in sdcMicro 5.8.1's own matrix for a value of 2 % of the
+    cells), so the share of cells changed differs from the default at the same pd. The matrix is
+    random (drawn at ``fit`` from ``random_state``).
+
+    Or a user matrix per column,
     ``{column: {from_value: {to_value: probability}}}`` (rows sum to 1; values matched by text).
     Missing cells stay missing. The matrices are published with the release so analysts can
     correct their estimates (E[counts'] = counts P). A value not seen in ``fit`` has no row and
@@ -51,7 +86,12 @@ class PRAM(Anonymizer):
     Parameters
     ----------
     columns : the categorical columns (default: all, or those of ``matrix``).
-    pd : smallest probability of keeping a value under invariant PRAM (0..1).
+    pd : ``method="invariant"``: the smallest probability that a cell keeps its value (0..1);
+        ``method="sdcmicro"``: the lower end of sdcMicro's U(pd, 1) diagonal draws (no bound on
+        what is kept).
+    method : ``"invariant"`` (default) or ``"sdcmicro"`` (see above).
+    alpha : sdcMicro's ``alpha`` (0..1), the weight of the invariant matrix R against the identity;
+        ``method="sdcmicro"`` only.
     matrix : user transition matrices (see above), instead of invariant ones.
     random_state : seed of the draws: an int >= 0 gives the same release on every call (tests and
         reproductions only: whoever knows it can undo the draws); a numpy Generator continues its
@@ -85,10 +125,14 @@ class PRAM(Anonymizer):
         pd: float = 0.8,
         matrix: Mapping[str, Mapping[Any, Mapping[Any, float]]] | None = None,
         random_state: RandomState = None,
+        method: Literal["invariant", "sdcmicro"] = "invariant",
+        alpha: float = 0.5,
     ) -> None:
         self.columns = columns
         self.pd = pd
         self.matrix = matrix
+        self.method = method
+        self.alpha = alpha
         self.random_state = random_state
 
     def __sklearn_tags__(self) -> Any:
@@ -123,6 +167,11 @@ class PRAM(Anonymizer):
         if isinstance(self.pd, bool) or not isinstance(self.pd, (int, float)) or not 0 <= self.pd <= 1:
             raise ParameterError(f"pd={self.pd!r} must be a probability between 0 and 1, e.g. 0.8.")
         as_generator(self.random_state)  # a bad random_state fails here, before any data is read
+        if self.method not in ("invariant", "sdcmicro"):
+            raise ParameterError(f"method={self.method!r}: use 'invariant' (pd a guaranteed minimum) or 'sdcmicro'.")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) or not 0 <= self.alpha <= 1:
+            raise ParameterError(f"alpha={self.alpha!r} must be a weight between 0 and 1, e.g. 0.5 (sdcMicro's default).")
+        matrix_rng = self._matrix_rng()
         if self.matrix is not None and not isinstance(self.matrix, Mapping):
             raise ParameterError(
                 f"matrix={self.matrix!r}: give {{column: {{from_value: {{to_value: probability}}}}}}, e.g. "
@@ -145,10 +194,22 @@ class PRAM(Anonymizer):
             else:
                 index = {v: i for i, v in enumerate(observed)}
                 counts = np.bincount([index[v] for v in values if v is not None], minlength=len(observed))
-                transition[name] = (observed, invariant_matrix(counts.astype(np.int64), float(self.pd)))
+                if self.method == "sdcmicro":
+                    keep = matrix_rng.uniform(float(self.pd), 1.0, size=len(observed))
+                    P = sdcmicro_matrix(counts.astype(np.int64), keep, float(self.alpha))
+                else:
+                    P = invariant_matrix(counts.astype(np.int64), float(self.pd))
+                transition[name] = (observed, P)
         self.transition_ = transition
         self.columns_ = tuple(names)
         return frame, was_array
+
+    def _matrix_rng(self) -> np.random.Generator:
+        """The stream of sdcMicro's diagonal draws: for an int seed a stream apart from the cells'."""
+        rs = self.random_state
+        if isinstance(rs, (int, np.integer)) and not isinstance(rs, bool):
+            return np.random.default_rng([int(rs), 0x5DC])
+        return as_generator(rs)
 
     def _draw(self, frame: nw.DataFrame[Any]) -> dict[str, tuple[NDArray[np.int64], list[Any]]]:
         rng = as_generator(self.random_state)

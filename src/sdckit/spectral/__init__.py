@@ -15,7 +15,14 @@ arXiv:1801.03553). The catalogue:
   standard error).
 """
 
-from sdckit.spectral._design import NoiseDesign, SpikedFit, design_noise, design_noise_from_data, fit_spiked
+from sdckit.spectral._design import (
+    NoiseDesign,
+    SpikedFit,
+    design_noise,
+    design_noise_from_data,
+    fit_spiked,
+    noise_for_covariance,
+)
 from sdckit.spectral._discriminant import (
     critical_noise_precise,
     discriminant_polynomial,
@@ -31,8 +38,10 @@ from sdckit.spectral._nongaussian import (
     DataLaw,
     LeakageBound,
     LeakageEstimate,
+    discrete_noise_entropy,
     estimate_leakage,
     gaussian_leakage,
+    integer_leakage_bound,
     knn_entropy,
     leakage_bound,
     noise_entropy,
@@ -76,15 +85,18 @@ __all__ = [
     "density",
     "design_noise",
     "design_noise_from_data",
+    "discrete_noise_entropy",
     "discriminant_polynomial",
     "draw_noise",
     "estimate_leakage",
     "fit_spiked",
     "gaussian_leakage",
     "information_leakage",
+    "integer_leakage_bound",
     "knn_entropy",
     "leakage_bound",
     "noise_entropy",
+    "noise_for_covariance",
     "non_gaussianity",
     "separation_discriminant",
     "separation_precise",

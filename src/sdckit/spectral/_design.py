@@ -146,6 +146,13 @@ class NoiseDesign:
     floor: float
     note: str
     """A plain sentence on what the design means."""
+    noise: str = "gaussian"
+    """The noise law the design is for (:data:`~sdckit.spectral._nongaussian.NON_GAUSSIANITY`)."""
+    gaussian_leakage_nats: float = math.nan
+    """1/2 sum_i log(1 + lambda_i / t): the Gaussian term of the leakage (nats)."""
+    non_gaussian_nats: float = 0.0
+    """p D(Z_1): what the noise law's non-Gaussianity may add (nats; 0 for Gaussian noise).
+    ``information_leakage_nats`` is the sum of the two terms, the bound of spectral notes §4."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -173,6 +180,7 @@ def design_noise(
     min_mmse: float | None = None,
     min_separation: float | None = None,
     floor: float = 0.0,
+    noise: str = "gaussian",
 ) -> NoiseDesign:
     """Recommend the noise variance t for a spiked model and report the utility left.
 
@@ -184,12 +192,27 @@ def design_noise(
     :class:`InfeasibleError` naming the budget and the smallest leakage reachable. With ``floor`` b > 0 the population
     is Sigma = s P_k + b I (see :func:`fit_spiked`); leakages use all p eigenvalues and U(t + b).
 
+    ``noise`` is the law of the noise to be added. The leakage is bounded for data of any law by
+    ``P_IT(t) <= 1/2 sum_i log(1 + lambda_i / t) + p D(Z_1)`` (spectral notes §4, Bound 2; D = 0
+    for Gaussian noise, 0.0724 nats for Laplace, 0.1765 for uniform), so a leakage budget L is met
+    by the smallest t whose Gaussian term is at most L - p D(Z_1); ``information_leakage_nats`` is
+    that sum. Laws without a density (rademacher, discrete) have an infinite bound on continuous
+    data: a leakage budget with them raises :class:`InfeasibleError` with the reason, as does a
+    budget L <= p D(Z_1) (the bound never falls below p D(Z_1)).
+
     Examples
     --------
     >>> d = design_noise(SpikedModel(0.5, 0.3, 10.0), p=50, max_leakage=12.0)
     >>> round(d.t, 4), d.information_leakage_nats <= 12.0, round(d.separation, 4), d.n_separable
     (2.5297, True, 0.5685, 15)
+    >>> d = design_noise(SpikedModel(0.5, 0.3, 10.0), p=50, max_leakage=12.0, noise="laplace")
+    >>> round(d.t, 4), round(d.gaussian_leakage_nats + d.non_gaussian_nats, 9) == round(d.information_leakage_nats, 9)
+    (4.8605, True)
     """
+    from sdckit.spectral._nongaussian import non_gaussianity
+
+    d_noise = non_gaussianity(noise)
+    extra = p * d_noise if d_noise > 0 else 0.0
     given = [v is not None for v in (max_leakage, min_mmse, min_separation)]
     if sum(given) != 1:
         raise ParameterError("give exactly one of max_leakage (nats), min_mmse (variance) or min_separation.")
@@ -204,12 +227,25 @@ def design_noise(
         if not max_leakage > 0:
             raise ParameterError(f"max_leakage={max_leakage!r}: a leakage budget in nats must be > 0.")
         constraint = f"information leakage <= {max_leakage:g} nats"
-        t = float(model.noise_for_information(max_leakage, p)) if floor == 0 else math.nan
-        if not (0 < t < math.inf and _leak(t, lam) <= max_leakage):  # floor > 0, or the closed form over/underflowed
-            t = _solve_t(lambda x: max_leakage - _leak(x, lam), model.s)
+        if not math.isfinite(extra):
+            raise InfeasibleError(
+                f"noise={noise!r} has no density: its leakage bound is infinite on continuous data (given "
+                "the noisy answer, the true one is one of countably many points), so no t meets "
+                f"max_leakage={max_leakage:g} nats; use gaussian, laplace or uniform noise, or give t."
+            )
+        budget = max_leakage - extra  # what the Gaussian term may use
+        if not budget > 0:
+            raise InfeasibleError(
+                f"max_leakage={max_leakage:g} nats cannot be guaranteed with {noise} noise on p = {p} columns: "
+                f"its bound is at least p D(Z_1) = {extra:.6g} nats at any t; raise the budget above that, "
+                "or use gaussian noise."
+            )
+        t = float(model.noise_for_information(budget, p)) if floor == 0 else math.nan
+        if not (0 < t < math.inf and _leak(t, lam) <= budget):  # floor > 0, or the closed form over/underflowed
+            t = _solve_t(lambda x: budget - _leak(x, lam), model.s)
             if t == 0:  # every t down to the smallest normal float meets the budget: take that one, not 0
                 t = _T_MIN
-        if not (math.isfinite(t) and _leak(t, lam) <= max_leakage):
+        if not (math.isfinite(t) and _leak(t, lam) <= budget):
             reachable = _leak(_T_MAX, lam)
             raise InfeasibleError(
                 f"max_leakage={max_leakage:g} nats cannot be met with finite noise: the smallest leakage "
@@ -247,11 +283,12 @@ def design_noise(
     else:
         note = (f"t = {t:.4g} >= t* = {added_tstar:.4g}: at this privacy level PCA cannot tell the {k} "
                 "information components from the noise (U = 0). Relax the budget or collect more rows.")
+    gauss = _leak(t, lam)
     return NoiseDesign(
-        t=t, constraint=constraint, information_leakage_nats=_leak(t, lam), estimation_mmse=_mmse(t, lam),
+        t=t, constraint=constraint, information_leakage_nats=gauss + extra, estimation_mmse=_mmse(t, lam),
         separation=u, separation_without_noise=u0, utility_share=u / u0 if u0 > 0 else 0.0,
         critical_noise=added_tstar, n_separable=n_sep, c=model.c, r=model.r, s=model.s, p=p, k=k,
-        floor=floor, note=note,
+        floor=floor, note=note, noise=noise, gaussian_leakage_nats=gauss, non_gaussian_nats=extra,
     )
 
 
@@ -275,6 +312,48 @@ def _solve_t(f: Any, scale: float) -> float:
     return t
 
 
+def noise_for_covariance(cov: ArrayLike, max_leakage: float, *, noise: str = "gaussian") -> float:
+    """Smallest t with 1/2 log det(I + Sigma/t) + p D(Z_1) <= ``max_leakage`` (nats) for this covariance.
+
+    The bound of spectral notes §4 (Bound 2) for any data law with covariance Sigma; rounded toward
+    privacy (the bound at the returned t never exceeds the budget in floating point). Raises
+    :class:`InfeasibleError` for laws without a density (an infinite bound) or a budget <= p D(Z_1).
+
+    Examples
+    --------
+    >>> t = noise_for_covariance([[1.0, 0.5], [0.5, 1.0]], 1.0, noise="uniform")
+    >>> from sdckit.spectral import leakage_bound
+    >>> round(t, 4), leakage_bound([[1.0, 0.5], [0.5, 1.0]], t, noise="uniform").upper <= 1.0
+    (1.0303, True)
+    """
+    from sdckit.spectral._nongaussian import _spectrum, gaussian_leakage, non_gaussianity
+
+    lam = _spectrum(cov)
+    p = int(lam.size)
+    d = non_gaussianity(noise)
+    extra = p * d if d > 0 else 0.0
+    if not max_leakage > 0:
+        raise ParameterError(f"max_leakage={max_leakage!r}: a leakage budget in nats must be > 0.")
+    if not math.isfinite(extra):
+        raise InfeasibleError(f"noise={noise!r} has no density: its leakage bound is infinite on continuous data.")
+    budget = max_leakage - extra
+    if not budget > 0:
+        raise InfeasibleError(
+            f"max_leakage={max_leakage:g} nats cannot be guaranteed with {noise} noise on p = {p} columns: "
+            f"its bound is at least p D(Z_1) = {extra:.6g} nats at any t; raise the budget or use gaussian noise."
+        )
+    if float(lam.max()) == 0.0:
+        return _T_MIN
+    t = _solve_t(lambda x: budget - gaussian_leakage(lam, x), float(lam.max()))
+    if t == 0:
+        return _T_MIN
+    if not math.isfinite(t):
+        raise InfeasibleError(
+            f"max_leakage={max_leakage:g} nats cannot be met with finite noise; raise the budget."
+        )
+    return t
+
+
 def design_noise_from_data(
     X: Any,
     columns: Any = None,
@@ -285,6 +364,7 @@ def design_noise_from_data(
     min_mmse: float | None = None,
     min_separation: float | None = None,
     missing: Literal["error", "drop"] = "error",
+    noise: str = "gaussian",
 ) -> tuple[SpikedFit, NoiseDesign]:
     """Fit the spiked model to representative clean data, then :func:`design_noise` on it.
 
@@ -325,5 +405,5 @@ def design_noise_from_data(
     lam = np.linalg.eigvalsh(z.T @ z / n)
     fit = fit_spiked(lam, n=n, k=k)
     design = design_noise(fit.model, p, max_leakage=max_leakage, min_mmse=min_mmse,
-                          min_separation=min_separation, floor=fit.floor)
+                          min_separation=min_separation, floor=fit.floor, noise=noise)
     return fit, design

@@ -345,3 +345,42 @@ def leakage_bound_of_data(x: ArrayLike, t: float, noise: str) -> LeakageBound | 
     if z.ndim != 2 or z.shape[0] < 2:
         return None
     return leakage_bound(np.atleast_2d(np.cov(z, rowvar=False)), float(t), noise=noise, data_law="any")
+
+
+def discrete_noise_entropy(t: float) -> float:
+    """H(K) in nats of the discrete noise of variance t (:func:`~sdckit.spectral.draw_noise`).
+
+    K = G1 - G2, G_i geometric on {0, 1, ...} with ratio q, so P(K = k) = (1 - q)/(1 + q) q^|k| and
+    E|K| = 2q / (1 - q^2) [derived]: H(K) = -log((1 - q)/(1 + q)) - E|K| log q, with
+    q = ((t + 1) - sqrt(2t + 1)) / t. 0 at t = 0.
+    """
+    if not t >= 0 or not math.isfinite(t):
+        raise ParameterError(f"t={t!r}: the noise variance must be a finite number >= 0.")
+    if t == 0:
+        return 0.0
+    q = ((t + 1.0) - math.sqrt(2.0 * t + 1.0)) / t
+    if q <= 0.0:  # t below float resolution of q: K = 0 almost surely
+        return 0.0
+    return float(-math.log((1.0 - q) / (1.0 + q)) - 2.0 * q / (1.0 - q * q) * math.log(q))
+
+
+def integer_leakage_bound(data_variances: ArrayLike, noise_variances: ArrayLike) -> float:
+    """An upper bound on I(X; X + K) in nats for integer-valued data X and independent discrete noise K.
+
+    With K_j of variance t_j (:func:`discrete_noise_entropy`) and X_j of variance sigma_j^2:
+    I(X; Y) = H(Y) - sum_j H(K_j) <= sum_j [H(Y_j) - H(K_j)] (subadditivity), and for any
+    integer-valued V, H(V) = h(V + U) <= 1/2 log(2 pi e (Var V + 1/12)) with U uniform on [0, 1)
+    independent (the density of V + U is P(V = floor(y)); the Gaussian maximises entropy) [derived;
+    the bound is Massey's, 1988]. So I(X; Y) <= sum_j 1/2 log(2 pi e (sigma_j^2 + t_j + 1/12)) - H(K_j).
+    Finite, unlike the bound for data with a density (:data:`NON_GAUSSIANITY`).
+    """
+    v = np.atleast_1d(np.asarray(data_variances, dtype=float))
+    tn = np.atleast_1d(np.asarray(noise_variances, dtype=float))
+    if v.shape != tn.shape or np.any(v < 0) or np.any(tn < 0) or not np.all(np.isfinite(v + tn)):
+        raise ParameterError("give one finite variance >= 0 of the data and of the noise per column.")
+    total = 0.0
+    for vj, tj in zip(v.tolist(), tn.tolist(), strict=True):
+        if vj == 0:
+            continue  # a constant column tells nothing
+        total += 0.5 * math.log(2 * math.pi * math.e * (vj + tj + 1.0 / 12.0)) - discrete_noise_entropy(tj)
+    return float(total)
