@@ -75,8 +75,8 @@ def _raw(path: Path, tmp_path: Path, **extra: Any) -> dict[str, Any]:
 
 
 def _stated(measure: Any) -> dict[str, Any]:
-    # interval disclosure, information loss and the warnings also need the input and the masked columns
-    drop = ("interval_disclosure", "fixes", "information_loss", "warnings")
+    # interval disclosure, information loss, numeric risk and the warnings also need the input and the masked columns
+    drop = ("interval_disclosure", "fixes", "information_loss", "warnings", "numeric_risk")
     return {k: v for k, v in measure.to_dict().items() if k not in drop}
 
 
