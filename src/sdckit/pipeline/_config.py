@@ -141,7 +141,28 @@ class MicroaggregateStep(_Strict):
         return "none" if v is False else v  # YAML reads `positivity: no` as False
 
 
-class NoiseStep(_Strict):
+class _NumericMasking(_Strict):
+    """What every numeric masking step but MDAV shares: the columns, then an optional restoration."""
+
+    columns: Columns | None = None
+    """Columns to mask (default: the pipeline's ``numeric`` columns)."""
+    restore_moments: Flag = False
+    """Then apply the linear transformation that restores the original mean and covariance."""
+    positivity: Literal["none", "same", "subset", "global"] = "none"
+    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def split_columns(cls, v: Any) -> Any:
+        return _split(v)
+
+    @field_validator("positivity", mode="before")
+    @classmethod
+    def _yaml_no(cls, v: Any) -> Any:
+        return "none" if v is False else v
+
+
+class NoiseStep(_NumericMasking):
     """Add independent noise of variance ``t`` per entry (the local mechanism of private PCA)."""
 
     renamed: ClassVar[dict[str, str]] = {"epsilon": "max_leakage_nats"}
@@ -155,28 +176,13 @@ class NoiseStep(_Strict):
     """Columns to perturb (default: the pipeline's ``numeric`` columns)."""
     max_leakage_nats: Annotated[float, Field(strict=True, gt=0.0, le=1e9)] = 1.0
     """Largest information leakage per respondent, in nats, used when ``t`` is ``recommended``."""
-    restore_moments: Flag = False
-    """Then apply the linear transformation that restores the original mean and covariance."""
-    positivity: Literal["none", "same", "subset", "global"] = "none"
-    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
-
     kind: Literal["noise"] = "noise"
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return _split(v)
-
-    @field_validator("positivity", mode="before")
-    @classmethod
-    def _yaml_no(cls, v: Any) -> Any:
-        return "none" if v is False else v
 
 
 Percent = Annotated[float, Field(strict=True, ge=0.0, le=100.0)]
 
 
-class RankSwapStep(_Strict):
+class RankSwapStep(_NumericMasking):
     """Rank swapping (Moore; sdcMicro ``rankSwap``): each column's values swapped within a rank window."""
 
     p: Percent | None = None
@@ -192,22 +198,7 @@ class RankSwapStep(_Strict):
     """Percent of the smallest values replaced by their mean before swapping."""
     columns: Columns | None = None
     """Columns to swap (default: the pipeline's ``numeric`` columns)."""
-    restore_moments: Flag = False
-    """Then apply the linear transformation that restores the original mean and covariance."""
-    positivity: Literal["none", "same", "subset", "global"] = "none"
-    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
-
     kind: Literal["rank_swap"] = "rank_swap"
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return _split(v)
-
-    @field_validator("positivity", mode="before")
-    @classmethod
-    def _yaml_no(cls, v: Any) -> Any:
-        return "none" if v is False else v
 
     @model_validator(mode="after")
     def _one_window(self) -> RankSwapStep:
@@ -217,7 +208,7 @@ class RankSwapStep(_Strict):
         return self
 
 
-class CorrelatedNoiseStep(_Strict):
+class CorrelatedNoiseStep(_NumericMasking):
     """Noise with the data's covariance (``correlated``), sdcMicro's ``correlated2``, or noise keeping
     the sample mean and covariance exactly (``exact``)."""
 
@@ -230,22 +221,7 @@ class CorrelatedNoiseStep(_Strict):
     """``correlated2``'s delta."""
     columns: Columns | None = None
     """Columns to perturb together (default: the pipeline's ``numeric`` columns)."""
-    restore_moments: Flag = False
-    """Then apply the linear transformation that restores the original mean and covariance."""
-    positivity: Literal["none", "same", "subset", "global"] = "none"
-    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
-
     kind: Literal["correlated_noise"] = "correlated_noise"
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return _split(v)
-
-    @field_validator("positivity", mode="before")
-    @classmethod
-    def _yaml_no(cls, v: Any) -> Any:
-        return "none" if v is False else v
 
 
 class SuppressStep(_Strict):

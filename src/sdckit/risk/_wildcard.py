@@ -66,6 +66,20 @@ def _pairwise_sizes(codes: NDArray[np.int32]) -> NDArray[np.int64]:  # pragma: n
 
 
 @njit(cache=True, nogil=True)
+def _fill_keys(
+    codes: NDArray[np.int32], rows: NDArray[np.int64], union: np.int64, radix: NDArray[np.int64], out: NDArray[np.int64]
+) -> None:  # pragma: no cover - compiled
+    """Mixed-radix key of each of ``rows`` on the keys missing in neither pattern (bits of ``union``)."""
+    p = codes.shape[1]
+    for t in range(rows.shape[0]):
+        v = 0
+        for j in range(p):
+            if not (union >> j) & 1:
+                v += codes[rows[t], j] * radix[j]
+        out[t] = v
+
+
+@njit(cache=True, nogil=True)
 def _pattern_sizes(
     codes: NDArray[np.int32],
     radix: NDArray[np.int64],
@@ -75,7 +89,7 @@ def _pattern_sizes(
 ) -> NDArray[np.int64]:  # pragma: no cover - compiled
     """For each pair of missing patterns (A, B): records of B equal to a record of A on the keys
     missing in neither, counted by sorting mixed-radix keys and binary search."""
-    n, p = codes.shape
+    n = codes.shape[0]
     out = np.zeros(n, dtype=np.int64)
     n_pat = patterns.shape[0]
     for a in range(n_pat):
@@ -85,18 +99,8 @@ def _pattern_sizes(
             rb = rows[starts[b] : starts[b + 1]]
             union = patterns[a] | patterns[b]
             key_b = np.empty(rb.shape[0], dtype=np.int64)
-            for t in range(ra.shape[0]):
-                v = 0
-                for j in range(p):
-                    if not (union >> j) & 1:
-                        v += codes[ra[t], j] * radix[j]
-                key_a[t] = v
-            for t in range(rb.shape[0]):
-                v = 0
-                for j in range(p):
-                    if not (union >> j) & 1:
-                        v += codes[rb[t], j] * radix[j]
-                key_b[t] = v
+            _fill_keys(codes, ra, union, radix, key_a)
+            _fill_keys(codes, rb, union, radix, key_b)
             key_b.sort()
             lo = np.searchsorted(key_b, key_a, side="left")
             hi = np.searchsorted(key_b, key_a, side="right")
@@ -113,21 +117,32 @@ def wildcard_sizes(codes: NDArray[np.int32]) -> NDArray[np.int64]:
         return np.zeros(0, dtype=np.int64)
     if p == 0:
         return np.full(n, n, dtype=np.int64)
-    sizes = codes.max(axis=0).astype(np.float64) + 1
-    sizes = np.maximum(sizes, 1)
-    fits = p <= 62 and float(np.prod(sizes)) < 2.0**62
-    if fits:
-        missing = codes < 0
-        bits = (missing.astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1)
-        patterns, inverse = np.unique(bits, return_inverse=True)
-        n_pat = patterns.shape[0]
-        pattern_cost = n_pat * n * (2.0 * p + np.log2(n + 1))  # pairs of patterns, keys and sorts
-        if n_pat <= MAX_PATTERNS or pattern_cost < n * n * p / 2.0:
-            order = np.argsort(inverse, kind="stable").astype(np.int64)
-            starts = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=patterns.shape[0]))])
-            radix = np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
-            return _pattern_sizes(codes, radix, patterns.astype(np.int64), starts.astype(np.int64), order)
-    return _pairwise_sizes(codes)
+    layout = _pattern_layout(codes)
+    if layout is None:
+        return _pairwise_sizes(codes)
+    return _pattern_sizes(codes, *layout)
+
+
+def _pattern_layout(
+    codes: NDArray[np.int32],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]] | None:
+    """``(radix, patterns, starts, rows)`` for the by-pattern kernels: mixed-radix weights of the
+    keys, the distinct missingness patterns (bit j = key j missing), and the rows grouped by pattern
+    (pattern a is ``rows[starts[a]:starts[a + 1]]``); None when the keys do not fit in 62 bits or the
+    pairwise count is cheaper."""
+    n, p = codes.shape
+    sizes = np.maximum(codes.max(axis=0).astype(np.float64) + 1, 1)
+    if p > 62 or float(np.prod(sizes)) >= 2.0**62:
+        return None
+    bits = ((codes < 0).astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1)
+    patterns, inverse = np.unique(bits, return_inverse=True)
+    pattern_cost = patterns.shape[0] * n * (2.0 * p + np.log2(n + 1))  # pairs of patterns, keys and sorts
+    if patterns.shape[0] > MAX_PATTERNS and pattern_cost >= n * n * p / 2.0:
+        return None
+    rows = np.argsort(inverse, kind="stable").astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=patterns.shape[0]))]).astype(np.int64)
+    radix = np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
+    return radix, patterns.astype(np.int64), starts, rows
 
 
 def wildcard_group_sizes(data: DataSource, columns: Sequence[str] | str | None = None) -> NDArray[np.int64]:
@@ -202,7 +217,7 @@ def _pattern_weight_sums(
 ) -> NDArray[np.float64]:  # pragma: no cover - compiled
     """:func:`_pattern_sizes` with each compatible record counted by its weight (prefix sums of the
     weights in key order)."""
-    n, p = codes.shape
+    n = codes.shape[0]
     out = np.zeros(n, dtype=np.float64)
     n_pat = patterns.shape[0]
     for a in range(n_pat):
@@ -212,18 +227,8 @@ def _pattern_weight_sums(
             rb = rows[starts[b] : starts[b + 1]]
             union = patterns[a] | patterns[b]
             key_b = np.empty(rb.shape[0], dtype=np.int64)
-            for t in range(ra.shape[0]):
-                v = 0
-                for j in range(p):
-                    if not (union >> j) & 1:
-                        v += codes[ra[t], j] * radix[j]
-                key_a[t] = v
-            for t in range(rb.shape[0]):
-                v = 0
-                for j in range(p):
-                    if not (union >> j) & 1:
-                        v += codes[rb[t], j] * radix[j]
-                key_b[t] = v
+            _fill_keys(codes, ra, union, radix, key_a)
+            _fill_keys(codes, rb, union, radix, key_b)
             order = np.argsort(key_b, kind="mergesort")
             key_b = key_b[order]
             cum = np.zeros(rb.shape[0] + 1, dtype=np.float64)
@@ -250,14 +255,7 @@ def wildcard_weight_sums(codes: NDArray[np.int32], weights: NDArray[np.float64])
         return np.zeros(0, dtype=np.float64)
     if p == 0:
         return np.full(n, float(w.sum()), dtype=np.float64)
-    sizes = np.maximum(codes.max(axis=0).astype(np.float64) + 1, 1)
-    if p <= 62 and float(np.prod(sizes)) < 2.0**62:
-        bits = ((codes < 0).astype(np.int64) << np.arange(p, dtype=np.int64)).sum(axis=1)
-        patterns, inverse = np.unique(bits, return_inverse=True)
-        pattern_cost = patterns.shape[0] * n * (2.0 * p + np.log2(n + 1))
-        if patterns.shape[0] <= MAX_PATTERNS or pattern_cost < n * n * p / 2.0:
-            order = np.argsort(inverse, kind="stable").astype(np.int64)
-            starts = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=patterns.shape[0]))])
-            radix = np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
-            return _pattern_weight_sums(codes, w, radix, patterns.astype(np.int64), starts.astype(np.int64), order)
-    return _pairwise_weight_sums(codes, w)
+    layout = _pattern_layout(codes)
+    if layout is None:
+        return _pairwise_weight_sums(codes, w)
+    return _pattern_weight_sums(codes, w, *layout)
