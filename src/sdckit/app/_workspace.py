@@ -243,19 +243,10 @@ class Workspace:
                 suppression=share if hier_used else None, progress=lambda _n: advance(),
             )
 
-        def done(job: Job) -> None:
-            with self.lock:
-                if job.superseded:
-                    return
-                if job.error is not None:
-                    self.error = job.error
-                elif job.cancelled:
-                    self.notice = "Planning cancelled."
-                else:
-                    self.plan, self.plan_for = job.result, state
+        def keep(result: Any) -> None:
+            self.plan, self.plan_for = result, state
 
-        self.supersede()
-        self.job = Job("Planning", work, on_done=done).start()
+        self._start("Planning", work, cancelled="Planning cancelled.", keep=keep)
 
     def start_report(self) -> None:
         """Build the HTML report of the state's run (the report builder) in a worker thread."""
@@ -272,6 +263,15 @@ class Workspace:
             html, _ = build_report(run.result, advance=advance).write(out)
             return html
 
+        def keep(result: Any) -> None:
+            self.report_path, self.report_for = result, state
+
+        self._start("Writing the report", work, cancelled="Report cancelled.", keep=keep)
+
+    def _start(self, title: str, work: Any, *, cancelled: str, keep: Any) -> None:
+        """Start ``work`` as the session's one job; when it ends (unless a newer job replaced it), keep
+        its result, or show its error or that it was cancelled."""
+
         def done(job: Job) -> None:
             with self.lock:
                 if job.superseded:
@@ -279,12 +279,12 @@ class Workspace:
                 if job.error is not None:
                     self.error = job.error
                 elif job.cancelled:
-                    self.notice = "Report cancelled."
+                    self.notice = cancelled
                 else:
-                    self.report_path, self.report_for = job.result, state
+                    keep(job.result)
 
         self.supersede()
-        self.job = Job("Writing the report", work, on_done=done).start()
+        self.job = Job(title, work, on_done=done).start()
 
     def cancel(self) -> None:
         """The user's Cancel: the running job stops at its next stage, and says so."""
