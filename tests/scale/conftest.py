@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import polars as pl
@@ -34,3 +35,93 @@ def _quiet_narwhals() -> None:
 
 
 NUMERIC = ["age", "income", "hours", "score"]
+
+
+# --- Independent counters of the rows that reach the driver (not sdckit's own driver_rows()) -------
+
+
+def _rows_in(value: object) -> int:
+    """Rows in one object a scheduler or collect call hands back to the driver."""
+    import numpy as _np
+
+    if isinstance(value, (list, tuple)):
+        return sum(_rows_in(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_rows_in(v) for v in value.values())
+    shape = getattr(value, "shape", None)
+    if shape is not None and not isinstance(value, _np.generic):
+        return int(shape[0]) if len(shape) else 1
+    return 1
+
+
+class DriverRows:
+    """Rows handed to the driver while the context is active, counted at the engine's boundary.
+
+    * Dask: a scheduler ``get`` that wraps the synchronous scheduler and counts the rows of every
+      result it returns to the caller (a DataFrame or array by its length, a scalar as one row);
+    * Spark: ``DataFrame.collect``/``toPandas``/``toLocalIterator``/``take`` and ``RDD.collect``
+      patched at class level to count what they return (an outer call only: ``toPandas`` calling
+      ``collect`` counts once).
+    """
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.calls = 0
+
+    def _add(self, value: object) -> None:
+        self.calls += 1
+        self.rows += _rows_in(value)
+
+
+@pytest.fixture
+def dask_driver_rows() -> Iterator[DriverRows]:
+    dask = pytest.importorskip("dask")
+    from dask.local import get_sync
+
+    counter = DriverRows()
+
+    def counting_get(dsk: object, keys: object, **kwargs: object) -> object:
+        result = get_sync(dsk, keys, **kwargs)
+        counter._add(result)
+        return result
+
+    with dask.config.set(scheduler=counting_get):
+        yield counter
+
+
+@pytest.fixture
+def spark_driver_rows() -> Iterator[DriverRows]:
+    pytest.importorskip("pyspark")
+    from pyspark.rdd import RDD
+    from pyspark.sql import DataFrame as SparkFrame
+
+    counter = DriverRows()
+    depth = [0]
+    patched: list[tuple[type, str, object]] = []
+
+    def wrap(cls: type, name: str) -> None:
+        original = getattr(cls, name)
+
+        def counting(self: object, *args: object, **kwargs: object) -> object:
+            depth[0] += 1
+            try:
+                result = original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+            if depth[0] == 0:
+                if name == "toLocalIterator":
+                    result = list(result)  # type: ignore[call-overload]
+                counter._add(result)
+            return result
+
+        patched.append((cls, name, original))
+        setattr(cls, name, counting)
+
+    for name in ("collect", "toPandas", "toLocalIterator", "take", "tail"):
+        wrap(SparkFrame, name)
+    wrap(RDD, "collect")
+    try:
+        yield counter
+    finally:
+        for cls, name, original in patched:
+            setattr(cls, name, original)
