@@ -44,6 +44,11 @@ def _rows_in(value: object) -> int:
     """Rows in one object a scheduler or collect call hands back to the driver."""
     import numpy as _np
 
+    if isinstance(value, tuple) and hasattr(value, "asDict"):  # a pyspark Row
+        return 1
+    num_rows = getattr(value, "num_rows", None)  # an Arrow table or record batch
+    if isinstance(num_rows, int):
+        return num_rows
     if isinstance(value, (list, tuple)):
         return sum(_rows_in(v) for v in value)
     if isinstance(value, dict):
@@ -117,8 +122,17 @@ def spark_driver_rows() -> Iterator[DriverRows]:
         patched.append((cls, name, original))
         setattr(cls, name, counting)
 
-    for name in ("collect", "toPandas", "toLocalIterator", "take", "tail"):
-        wrap(SparkFrame, name)
+    classes: list[type] = [SparkFrame]
+    try:  # Spark 4: the classic implementation overrides the abstract DataFrame's methods
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+
+        classes = list(ClassicFrame.__mro__)
+    except ImportError:
+        classes = list(SparkFrame.__mro__)
+    for cls in classes:
+        for name in ("collect", "toPandas", "toLocalIterator", "take", "tail", "_collect_as_arrow"):
+            if name in vars(cls):
+                wrap(cls, name)
     wrap(RDD, "collect")
     try:
         yield counter
