@@ -12,6 +12,7 @@ from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk
+from sdckit.risk._lazy_keys import with_group_sizes, with_wildcard_sizes
 from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
 from sdckit.risk._marginals import Marginals
@@ -79,4 +80,6 @@ __all__ = [
     "statistical_exposure_bound",
     "suda2",
     "wildcard_group_sizes",
+    "with_group_sizes",
+    "with_wildcard_sizes",
 ]
