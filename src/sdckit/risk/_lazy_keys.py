@@ -40,8 +40,8 @@ def lazy_frame(data: DataSource, what: str) -> nw.LazyFrame[Any]:
     return frame
 
 
-def key_name(j: int) -> str:
-    return f"__sdc_k{j}"
+def key_name(j: int, prefix: str = "__sdc_k") -> str:
+    return f"{prefix}{j}"
 
 
 def missing_expr(name: str, dtype: Any) -> nw.Expr:
@@ -52,7 +52,14 @@ def missing_expr(name: str, dtype: Any) -> nw.Expr:
     return col.is_null()
 
 
-def with_keys(frame: nw.LazyFrame[Any], columns: Sequence[str], weights: str | None = None) -> nw.LazyFrame[Any]:
+def with_keys(
+    frame: nw.LazyFrame[Any],
+    columns: Sequence[str],
+    weights: str | None = None,
+    *,
+    prefix: str = "__sdc_k",
+    pattern_name: str = PATTERN,
+) -> nw.LazyFrame[Any]:
     """``frame`` with the join-safe keys ``__sdc_k<j>`` and the missingness pattern (bit j = key j missing).
 
     A missing cell becomes 0 (numeric) or "" (anything else, as text): the pattern tells it apart from
@@ -67,14 +74,14 @@ def with_keys(frame: nw.LazyFrame[Any], columns: Sequence[str], weights: str | N
         pattern = pattern + nw.when(miss).then(nw.lit(1 << j, dtype=nw.Int64)).otherwise(nw.lit(0, dtype=nw.Int64))
         if dtype == nw.Boolean:
             value = nw.col(c).cast(nw.Int8)
-            keys.append(nw.when(miss).then(nw.lit(0, dtype=nw.Int8)).otherwise(value).alias(key_name(j)))
+            keys.append(nw.when(miss).then(nw.lit(0, dtype=nw.Int8)).otherwise(value).alias(key_name(j, prefix)))
         elif dtype.is_numeric():
-            keys.append(nw.when(miss).then(nw.lit(0, dtype=dtype)).otherwise(nw.col(c)).alias(key_name(j)))
+            keys.append(nw.when(miss).then(nw.lit(0, dtype=dtype)).otherwise(nw.col(c)).alias(key_name(j, prefix)))
         else:
-            keys.append(nw.col(c).cast(nw.String).fill_null("").alias(key_name(j)))
+            keys.append(nw.col(c).cast(nw.String).fill_null("").alias(key_name(j, prefix)))
     if weights is not None:
         keys.append(nw.col(weights).cast(nw.Float64).alias(WEIGHT_VALUE))
-    return frame.with_columns(*keys, pattern.alias(PATTERN))
+    return frame.with_columns(*keys, pattern.alias(pattern_name))
 
 
 def drop_keys(frame: nw.LazyFrame[Any], original: Sequence[str], added: Sequence[str]) -> nw.LazyFrame[Any]:
@@ -194,7 +201,7 @@ def with_group_sizes(data: DataSource, columns: Sequence[str] | str, *, name: st
     frame = lazy_frame(data, "with_group_sizes")
     cols = check_columns(frame, columns)
     original = frame.collect_schema().names()
-    _check_new(original, [name])
+    check_new_columns(original, [name])
     keyed = attach_group_counts(with_keys(frame, cols), len(cols), size=name)
     return drop_keys(keyed, original, [name]).to_native()
 
@@ -233,12 +240,12 @@ def with_wildcard_sizes(
 
         check_weight_column(frame, weights, cols)
     added = [name, *([weight_name] if weights is not None else [])]
-    _check_new(original, added)
+    check_new_columns(original, added)
     out = attach_wildcard_sizes(with_keys(frame, cols, weights), cols, size=name, weights=weights, weight_sum=weight_name)
     return drop_keys(out, original, added).to_native()
 
 
-def _check_new(existing: Sequence[str], added: Sequence[str]) -> None:
+def check_new_columns(existing: Sequence[str], added: Sequence[str]) -> None:
     taken = [a for a in added if a in existing]
     if taken:
         raise ParameterError(
