@@ -16,7 +16,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, read_data
-from sdckit._scale import collect_small
+from sdckit._scale import collect_all, collect_small
 from sdckit.errors import InputError, MissingValuesError, NonNumericColumnError, UnreadableInputError
 from sdckit.risk._checks import check_groupable
 from sdckit.risk._counting import group_ids
@@ -99,9 +99,10 @@ def read_keys_and_weights(
     key columns only (rows dropped there drop their weight too). Lazy frames are collected: the
     measures built on this give one value per record.
     """
-    frame = as_narwhals(data)
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
+    frame = collect_all(
+        as_narwhals(data), what=what, instead=f"with_{what} adds the per-record columns where they live."
+        if what == "individual_risk" else ""
+    )
     names = frame.collect_schema().names()
     if weights is not None and weights not in names:
         read_data(frame, [weights])  # raises ColumnNotFoundError with the close names

@@ -11,6 +11,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, as_narwhals, check_columns
+from sdckit._scale import collect_all
 
 MAX_PATTERNS = 1024
 """Up to this many distinct missing patterns the pattern-pair kernel runs; beyond, whichever of the
@@ -24,8 +25,9 @@ def key_codes(data: DataSource, columns: Sequence[str] | str | None) -> tuple[ND
     """
     frame = as_narwhals(data)
     names = check_columns(frame, columns)
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
+    frame = collect_all(
+        frame, what="wildcard_group_sizes", instead="with_wildcard_sizes adds the sizes as a column where they live."
+    )
     out = np.empty((len(frame), len(names)), dtype=np.int32)
     for j, name in enumerate(names):
         out[:, j] = column_codes(frame[name])
