@@ -19,12 +19,13 @@ from typing import Any
 import narwhals as nw
 
 from sdckit._io import DataSource, as_narwhals, check_columns
-from sdckit._scale import collect_small
+from sdckit._scale import collect_small, engine_of
 from sdckit.errors import ParameterError
 
 PATTERN = "__sdc_pattern"
 _COUNT = "__sdc_n"
 _WEIGHT = "__sdc_w"
+ONE = "__sdc_one"  # counted by sum: Dask's groupby size on several keys fails to lower with >3 partitions
 WEIGHT_VALUE = "__sdc_wv"  # the weights as float64, made before any group_by (Dask aggregates plain columns)
 _PATTERN_LIMIT = 4096  # more missingness patterns than this: P^2 joins, warned
 
@@ -38,6 +39,23 @@ def lazy_frame(data: DataSource, what: str) -> nw.LazyFrame[Any]:
             "for a frame in memory use the measure itself (it returns one value per record)."
         )
     return frame
+
+
+def _identity(pdf: Any) -> Any:
+    return pdf
+
+
+def joinable(grouped: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
+    """A group-by result ready to be joined back: on Dask, behind an identity ``map_partitions``.
+
+    dask 2026.8 fails to lower a merge on several keys with a groupby whose ``split_out`` > 1 (which
+    it picks itself for many keys): ``KeyError: [...] not in index``. The identity map hides the
+    groupby's partitioning from the merge; other engines are untouched.
+    """
+    native = grouped.to_native()
+    if engine_of(native) != "dask":
+        return grouped
+    return nw.from_native(native.map_partitions(_identity))
 
 
 def key_name(j: int, prefix: str = "__sdc_k") -> str:
@@ -81,7 +99,7 @@ def with_keys(
             keys.append(nw.col(c).cast(nw.String).fill_null("").alias(key_name(j, prefix)))
     if weights is not None:
         keys.append(nw.col(weights).cast(nw.Float64).alias(WEIGHT_VALUE))
-    return frame.with_columns(*keys, pattern.alias(pattern_name))
+    return frame.with_columns(*keys, pattern.alias(pattern_name), nw.lit(1, dtype=nw.Int64).alias(ONE))
 
 
 def drop_keys(frame: nw.LazyFrame[Any], original: Sequence[str], added: Sequence[str]) -> nw.LazyFrame[Any]:
@@ -89,7 +107,7 @@ def drop_keys(frame: nw.LazyFrame[Any], original: Sequence[str], added: Sequence
 
 
 def _aggs(weights: str | None) -> list[nw.Expr]:
-    out = [nw.len().alias(_COUNT)]
+    out = [nw.col(ONE).sum().alias(_COUNT)]
     if weights is not None:
         out.append(nw.col(WEIGHT_VALUE).sum().alias(_WEIGHT))
     return out
@@ -101,7 +119,7 @@ def attach_group_counts(
     """Each row's group size (missing is a value of its own) as ``size``, and the sum of ``weights``
     over its group as ``weight_sum``: one ``group_by`` and one join on the keys and the pattern."""
     on = [*[key_name(j) for j in range(p)], PATTERN]
-    counts = keyed.group_by(*on).agg(*_aggs(weights))
+    counts = joinable(keyed.group_by(*on).agg(*_aggs(weights)))
     out = keyed.join(counts, on=on, how="left").rename({_COUNT: size}).with_columns(nw.col(size).cast(nw.Int64))
     if weights is not None and weight_sum is not None:
         out = out.rename({_WEIGHT: weight_sum})
@@ -159,10 +177,10 @@ def attach_wildcard_sizes(
                 literal_w += sum(w for a, _, w in patterns if a in members)
                 continue
             cn, cw = f"__sdc_c{t}", f"__sdc_cw{t}"
-            aggs = [nw.len().alias(cn)]
+            aggs = [nw.col(ONE).sum().alias(cn)]
             if weights is not None:
                 aggs.append(nw.col(WEIGHT_VALUE).sum().alias(cw))
-            counts = keyed.filter(nw.col(PATTERN).is_in(members)).group_by(*present).agg(*aggs)
+            counts = joinable(keyed.filter(nw.col(PATTERN).is_in(members)).group_by(*present).agg(*aggs))
             rows = rows.join(counts, on=present, how="left")
             size_terms.append(nw.col(cn).fill_null(0))
             if weights is not None:

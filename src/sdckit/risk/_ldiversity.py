@@ -23,7 +23,7 @@ from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import check_groupable, warn_weight_columns
 from sdckit.risk._counting import group_ids, sorted_codes
-from sdckit.risk._lazy_keys import PATTERN, key_name, with_keys
+from sdckit.risk._lazy_keys import ONE, PATTERN, joinable, key_name, with_keys
 
 DiversityKind: TypeAlias = Literal["distinct", "entropy", "recursive"]
 """Which l-diversity a group is measured by (see :func:`l_diversity`)."""
@@ -372,33 +372,36 @@ def _lazy_l_diversity(
     schema = frame.collect_schema()
     keyed = with_keys(frame, qi)
     g_keys = [*[key_name(j) for j in range(q)], PATTERN]
-    groups = keyed.group_by(*g_keys).agg(nw.len().alias("__sdc_size"))
+    groups = joinable(keyed.group_by(*g_keys).agg(nw.col(ONE).sum().alias("__sdc_size")))
     for i, s in enumerate(sensitive):
         prefix, pat = f"__sdc_s{i}_", f"__sdc_sp{i}"
         keyed = with_keys(keyed, [s], prefix=prefix, pattern_name=pat)
-        pairs = (
+        pairs = joinable(
             keyed.group_by(*g_keys, key_name(0, prefix), pat)
-            .agg(nw.len().alias("__sdc_r"))
+            .agg(nw.col(ONE).sum().alias("__sdc_r"))
             .select(*g_keys, nw.col("__sdc_r").cast(nw.Float64))
         )
         per_group = pairs.with_columns(
-            (nw.col("__sdc_r") * nw.col("__sdc_r").log()).alias("__sdc_rlogr")
+            (nw.col("__sdc_r") * nw.col("__sdc_r").log()).alias("__sdc_rlogr"), nw.lit(1).alias(ONE)
         ).group_by(*g_keys).agg(
-            nw.len().alias(f"__sdc_distinct{i}"),
+            nw.col(ONE).sum().alias(f"__sdc_distinct{i}"),
             nw.col("__sdc_r").sum().alias("__sdc_n"),
             nw.col("__sdc_rlogr").sum().alias("__sdc_rlogr"),
             nw.col("__sdc_r").max().alias("__sdc_r1"),
         )
-        per_group = per_group.with_columns(
+        per_group = joinable(per_group).with_columns(
             (nw.col("__sdc_n").log() - nw.col("__sdc_rlogr") / nw.col("__sdc_n")).exp().alias(f"__sdc_entropy{i}")
         )
-        levels = pairs.group_by(*g_keys, "__sdc_r").agg(nw.len().alias("__sdc_t"))
+        levels = joinable(
+            pairs.with_columns(nw.lit(1).alias(ONE)).group_by(*g_keys, "__sdc_r").agg(nw.col(ONE).sum().alias("__sdc_t"))
+        )
         below = (
             levels.join(levels.rename({"__sdc_r": "__sdc_r_b", "__sdc_t": "__sdc_t_b"}), on=g_keys, how="inner")
             .filter(nw.col("__sdc_r_b") <= nw.col("__sdc_r"))
             .with_columns((nw.col("__sdc_r_b") * nw.col("__sdc_t_b")).alias("__sdc_mass"))
             .group_by(*g_keys, "__sdc_r", "__sdc_t")
             .agg(nw.col("__sdc_mass").sum().alias("__sdc_S"))
+            .pipe(joinable)
             .join(per_group.select(*g_keys, "__sdc_r1"), on=g_keys, how="inner")
         )
         ok = (
@@ -407,8 +410,10 @@ def _lazy_l_diversity(
             .clip(0, None)
         )
         ok = nw.when(ok > nw.col("__sdc_t")).then(nw.col("__sdc_t").cast(nw.Float64)).otherwise(ok)
-        rec = below.with_columns(ok.alias("__sdc_ok")).group_by(*g_keys).agg(
-            nw.col("__sdc_ok").sum().alias(f"__sdc_recursive{i}")
+        rec = joinable(
+            below.with_columns(ok.alias("__sdc_ok"))
+            .group_by(*g_keys)
+            .agg(nw.col("__sdc_ok").sum().alias(f"__sdc_recursive{i}"))
         )
         groups = groups.join(
             per_group.select(*g_keys, f"__sdc_distinct{i}", f"__sdc_entropy{i}"), on=g_keys, how="left"

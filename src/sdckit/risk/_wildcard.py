@@ -36,7 +36,7 @@ def key_codes(data: DataSource, columns: Sequence[str] | str | None) -> tuple[ND
 
 def column_codes(series: Any) -> NDArray[np.int32]:
     """Codes of one narwhals series: 0..m - 1 in the order of the values' text, -1 for missing."""
-    missing = np.asarray(series.is_null().to_numpy(), dtype=bool)
+    missing = np.array(series.is_null().to_numpy(), dtype=bool)  # a copy: pandas gives read-only views
     if series.dtype.is_float():
         missing |= np.asarray(series.is_nan().fill_null(True).to_numpy(), dtype=bool)
     text = np.asarray(series.cast(nw.String).fill_null("").to_numpy(), dtype=object).astype(str)
