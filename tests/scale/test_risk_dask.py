@@ -103,7 +103,8 @@ def test_l_diversity_on_dask_brings_one_row_per_group(data: pl.DataFrame, dask_d
     want = l_diversity(data, KEYS, ["diagnosis", "age"], c=2.0)
     assert c.independent == c.sdckit == want.n_groups  # the group table, nothing else
     assert canonical_groups(got) == canonical_groups(want)
-    assert got.n == want.n and got.l == want.l
+    assert got.n == want.n
+    assert got.l == want.l
     assert got.not_diverse(3) == pytest.approx(want.not_diverse(3), abs=1e-15)
 
 

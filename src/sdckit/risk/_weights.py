@@ -70,7 +70,7 @@ def check_weight_column(
         raise NonNumericColumnError(name, str(dtype))
     col = nw.col(name)
     stats = collect_small(
-        frame.select(col.is_null().sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")),
+        frame.select(col.is_null().cast(nw.Int64).sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")),
         what=f"the checks of the weights {name!r}",
         limit=1,
     )

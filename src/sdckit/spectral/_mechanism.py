@@ -392,7 +392,7 @@ class NoisyPCA(Estimator):
             raise InputError(f"X already has a column {taken[0]!r}; rename it before adding the scores.")
         value = {c: nw.col(c).cast(nw.Float64) for c in cols}
         nulls = collect_small(
-            frame.select(*[(value[c].is_null() | value[c].is_nan()).sum().alias(c) for c in cols]),
+            frame.select(*[(value[c].is_null() | value[c].is_nan()).cast(nw.Int64).sum().alias(c) for c in cols]),
             what="missing-cell counts",
             limit=1,
         )
