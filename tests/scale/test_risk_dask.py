@@ -121,8 +121,11 @@ def test_suda2_within_blocks_on_dask(data: pl.DataFrame, dask_driver_rows: Drive
     for s in range(1, len(cols) + 1):
         assert np.array_equal(got[f"msu_size_{s}"].to_numpy(), ref[f"msu_size_{s}"].to_numpy())
     exact = suda2(data, cols)
+    # the block is a key column: a record is unique on all keys in its block iff in the table, so the
+    # records with an MSU are the same; their scores may differ (docs/scale.md measures it on Adult)
+    assert np.array_equal(got["suda_score"].to_numpy() > 0, exact.scores > 0)
     differ = float(np.mean(got["suda_score"].to_numpy() != exact.scores))
-    assert differ < 0.05  # the measured cost of blocking here (docs/scale.md gives Adult's)
+    assert 0 < differ < 0.05
 
 
 def test_suda2_with_one_block_is_exact(data: pl.DataFrame) -> None:
