@@ -196,6 +196,11 @@ def attach_wildcard_sizes(
             new.append(total_w.cast(nw.Float64).alias(weight_sum))
         pieces.append(rows.with_columns(*new))
     names = [*keyed.collect_schema().names(), size, *([weight_sum] if weights is not None and weight_sum else [])]
+    if not pieces:  # no rows: the columns, typed
+        empty = [nw.lit(0, dtype=nw.Int64).alias(size)]
+        if weights is not None and weight_sum is not None:
+            empty.append(nw.lit(0.0, dtype=nw.Float64).alias(weight_sum))
+        return keyed.with_columns(*empty)
     pieces = [piece.select(*names) for piece in pieces]
     return pieces[0] if len(pieces) == 1 else nw.concat(pieces, how="vertical")
 
