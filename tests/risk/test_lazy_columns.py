@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sdckit.errors import ParameterError, SdcWarning
+from sdckit.errors import InputError, ParameterError, SdcWarning
 from sdckit.risk import (
     individual_risk,
     l_diversity,
@@ -120,6 +120,9 @@ def test_lazy_only_and_clear_errors(people: pl.DataFrame) -> None:
         with_individual_risk(people.lazy(), KEYS, weights=None, missing="drop")  # type: ignore[arg-type]
     with pytest.warns(SdcWarning, match=f"all {people.height} rows"):
         wildcard_group_sizes(people.lazy(), KEYS)
+    halves = people.with_columns(pl.lit(0.5).alias("w")).lazy()  # F_k = f_k / 2 < f_k: not sampling weights
+    with pytest.raises(InputError, match="fewer units than its sample"):
+        with_individual_risk(halves, KEYS, weights="w")
     empty = with_wildcard_sizes(people.lazy().filter(pl.col("id") < 0), KEYS).collect()
     assert empty.height == 0
     assert "wildcard_size" in empty.columns

@@ -71,8 +71,8 @@ def test_sizes_and_individual_risk_on_spark(
     wild = with_wildcard_sizes(sdf, KEYS)
     risk = with_individual_risk(sdf, KEYS, weights="w", missing="wildcard")
     independent, ours = _deltas(spark_driver_rows, start)
-    # two pattern passes (4 rows each), the weight check and the population check (1 row each)
-    assert independent == ours == 4 + 4 + 1 + 1
+    # two pattern passes (4 rows each) and the weight check (1 row; weights >= 1 need no F_k >= f_k pass)
+    assert independent == ours == 4 + 4 + 1
     ref_sizes = data.with_columns(pl.len().over(KEYS).alias("r")).sort("id")["r"].to_numpy()
     assert np.array_equal(by_id(_back(sizes), "group_size"), ref_sizes)
     assert np.array_equal(by_id(_back(wild), "wildcard_size"), wildcard_group_sizes(data, KEYS))
