@@ -25,7 +25,7 @@ from sdckit.errors import ParameterError
 PATTERN = "__sdc_pattern"
 _COUNT = "__sdc_n"
 _WEIGHT = "__sdc_w"
-ONE = "__sdc_one"  # counted by sum: Dask's groupby size on several keys fails to lower with >3 partitions
+ONE = "__sdc_one"  # rows are counted as a sum of ones: a plain aggregation every engine's group_by takes
 WEIGHT_VALUE = "__sdc_wv"  # the weights as float64, made before any group_by (Dask aggregates plain columns)
 _PATTERN_LIMIT = 4096  # more missingness patterns than this: P^2 joins, warned
 
@@ -83,6 +83,10 @@ def with_keys(
     A missing cell becomes 0 (numeric) or "" (anything else, as text): the pattern tells it apart from
     a real 0 or "".
     """
+    if len(columns) > 62:
+        raise ParameterError(
+            f"{len(columns)} key columns: the missingness pattern is a 62-bit integer; measure at most 62 keys."
+        )
     schema = frame.collect_schema()
     pattern: nw.Expr = nw.lit(0, dtype=nw.Int64)
     keys = []
