@@ -136,3 +136,20 @@ def test_suda2_blocks_on_a_polars_lazy_frame_warn_and_stay_lazy(people: pl.DataF
     assert isinstance(out, pl.LazyFrame)
     assert any("collects the 600 rows" in str(w.message) for w in seen)
     assert {"suda_score", "dis_suda_score", "min_msu_size", "msu_size_3"} <= set(out.collect_schema().names())
+
+
+def test_noisy_pca_scores_on_a_polars_lazy_frame() -> None:
+    from sdckit.spectral import NoisyPCA
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4)) @ rng.normal(size=(4, 4))
+    df = pl.DataFrame({f"x{j}": X[:, j] for j in range(4)})
+    pca = NoisyPCA(t=0.1).fit(df)
+    out = pca.transform(df.lazy())
+    assert isinstance(out, pl.LazyFrame)
+    names = list(pca.get_feature_names_out())
+    got = out.collect()
+    assert got.columns == [*df.columns, *names]
+    np.testing.assert_allclose(got.select(names).to_numpy(), X @ pca.components_[: len(names)].T, rtol=1e-10)
+    with pytest.raises(ParameterError, match="set_output"):
+        pca.set_output(transform="polars").transform(df.lazy())

@@ -374,8 +374,16 @@ class NoisyPCA(Estimator):
         return np.asarray(z @ self.components_[: self._n_out()].T, dtype=float)
 
     def _transform_lazy(self, X: DataSource) -> Any:
+        import sklearn
+
         from sdckit._scale import collect_small
 
+        wanted = getattr(self, "_sklearn_output_config", {}).get("transform", sklearn.get_config()["transform_output"])
+        if wanted != "default":
+            raise ParameterError(
+                f"set_output(transform={wanted!r}) builds a frame in memory, but X is lazy: its scores are added as "
+                "columns and it stays lazy. Use set_output(transform='default') for lazy input."
+            )
         frame = as_narwhals(X)
         assert isinstance(frame, nw.LazyFrame)
         schema = frame.collect_schema()
