@@ -115,8 +115,8 @@ class LocalDeployment:
                     poll_seconds=self.poll_seconds,
                     forward_max_bytes=min(4 * 1024 * 1024, self.max_body_bytes),
                     **({"store": self.store} if self.store else {}),
-                    **self.options,
                 )
+                cfg.update(self.options)  # may also redirect the hops (e.g. through a proxy)
             path = self.config_path(name)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
