@@ -44,8 +44,17 @@ def test_three_replicas_ten_sigkills_lose_nothing_and_count_nothing_twice(
     n = int(os.environ.get("SDCKIT_REPLICA_USERS", "3000"))
     rows: list[dict[str, Any]] = list(adult.head(n).select(FEATURES).rows(named=True))
     run = run_fleet(
-        tmp_path, rows, FEATURES, store=postgres_url, replicas=3, kills=10, min_batch=MIN_BATCH, seed=27
+        tmp_path,
+        rows,
+        FEATURES,
+        store=postgres_url,
+        replicas=3,
+        kills=10,
+        kill_every=max(2.0, n / 1500),  # the kills spread over the run, whatever its size
+        min_batch=MIN_BATCH,
+        seed=27,
     )
+    print(f"replica fleet: {n} users, {run.retries} retries, seconds {run.seconds}, cpu {run.cpu}")
     assert run.kills == 10
     assert run.retries > 0  # the kills were felt: some requests went to the next replica
 
@@ -83,7 +92,9 @@ def test_three_replicas_ten_sigkills_lose_nothing_and_count_nothing_twice(
     assert unpooled == (0,)
 
 
-def test_a_spent_credential_or_used_invite_is_refused_at_every_replica(tmp_path: Path, postgres_url: str) -> None:
+def test_a_spent_credential_or_used_invite_is_refused_at_every_replica(
+    tmp_path: Path, postgres_url: str
+) -> None:
     """The double spends the fleet test cannot provoke by itself, tried at each of 3 replicas."""
     from sdckit.protocol import CollectionSpec
     from sdckit.protocol._enrol import ENROL_ROUNDS, Enrolment
@@ -112,11 +123,15 @@ def test_a_spent_credential_or_used_invite_is_refused_at_every_replica(tmp_path:
             assert "already used" in r.text
         headers = {"content-type": BATCH_MEDIA, **credential_header([creds[1]])}
         first = pack_batch(user.round1({"f": "a"}))
-        r = httpx.post(f"{urls[2]}/v1/collections/{spec.id}/rounds/1/messages", content=first, headers=headers)
+        r = httpx.post(
+            f"{urls[2]}/v1/collections/{spec.id}/rounds/1/messages", content=first, headers=headers
+        )
         assert r.status_code == 202, r.text
         for url in urls:
             # the same body again: accepted, not pooled again; another body: 409
-            r = httpx.post(f"{url}/v1/collections/{spec.id}/rounds/1/messages", content=first, headers=headers)
+            r = httpx.post(
+                f"{url}/v1/collections/{spec.id}/rounds/1/messages", content=first, headers=headers
+            )
             assert r.status_code == 202, r.text
             assert r.json()["new"] == 0
             other_body = pack_batch(user.round1({"f": "b"}))
