@@ -82,7 +82,11 @@ class RecordingProxy:
 
             do_GET = do_POST = do_PUT = do_DELETE = _relay  # noqa: N815
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, *_: Any) -> None:  # a replica killed mid-request: not news
+                return None
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="proxy", daemon=True)
@@ -305,7 +309,6 @@ def run_fleet(
         "analyst_url": analyst_proxy.url,
         "forward_chunk": 10**7,  # one forwarding request is one release (the proxy sees batches)
         "forward_max_bytes": 64 * 1024 * 1024,
-        "credential_rate": 1000,
     }
     dep = LocalDeployment(
         workdir,
