@@ -172,7 +172,8 @@ class FleetRun:
     """Requests sent again to the next replica (connection refused, reset, 5xx)."""
     seconds: dict[str, float] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)
-    """CPU seconds per service process (the replicas' summed as ``shufflers``; kills restart counts)."""
+    """CPU seconds per service process from the first enrolment on (the replicas' summed as
+    ``shufflers``; with kills, the killed processes' and the restarts' CPU included)."""
     batches: list[tuple[int, int]] = field(default_factory=list)
     """``(round, messages)`` of every forwarded batch the curator or the analyst acknowledged."""
     marginals: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -196,6 +197,7 @@ class _Killer(threading.Thread):
         self.rng = random.Random(seed)
         self.error: BaseException | None = None
         self.cpu_lost = 0.0
+        self.killed: list[str] = []
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -205,6 +207,7 @@ class _Killer(threading.Thread):
                 with contextlib.suppress(OSError):
                     self.cpu_lost += self.dep.cpu_seconds(name)
                 self.dep.kill(name)
+                self.killed.append(name)
                 self.done += 1
                 self.dep.start(name)
         except BaseException as err:  # reported by the driver
@@ -335,6 +338,7 @@ def run_fleet(
                 for i in range(0, len(rows), users_per_request)
             ]
             run.seconds["startup"] = time.perf_counter() - t0
+            started = {name: dep.cpu_seconds(name) for name in dep.names}  # start-up is not per user
             killer = _Killer(dep, kills, kill_every, seed) if kills else None
             ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
             with ProcessPoolExecutor(
@@ -388,11 +392,12 @@ def run_fleet(
                 if killer is not None:
                     killer.finish(timeout)
                     run.kills = killer.done
+                restarted = set(killer.killed) if killer is not None else set()
                 _flush_and_wait(admin, dep, urls, spec.id, 2, len(rows), timeout, "analyst")
                 run.seconds["round2"] = time.perf_counter() - t
             run.seconds["total"] = time.perf_counter() - t0
-            for name in dep.names:
-                run.cpu[name] = dep.cpu_seconds(name)
+            for name in dep.names:  # a restarted replica's start-up counts (as CPU lost to the kill)
+                run.cpu[name] = dep.cpu_seconds(name) - (started[name] if name not in restarted else 0.0)
             run.cpu["shufflers"] = sum(run.cpu[n] for n in dep.shufflers) + (
                 killer.cpu_lost if killer else 0.0
             )

@@ -62,6 +62,13 @@ class TempPostgres:
         self.url = f"postgresql://postgres@127.0.0.1:{port}/sdckit"
         return self.url
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds of the server so far: the postmaster and its exited backends (Linux ``/proc``;
+        a backend's time is counted once it exits, e.g. when a client's pool closes)."""
+        pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         if self.data.exists():
             subprocess.run(
