@@ -244,7 +244,7 @@ class ShufflerStore(_Store):
             cur.execute(
                 "UPDATE stats SET received = received + ?, duplicates = duplicates + ?, users = users + ?"
                 " WHERE collection = ? AND round = ?",
-                (new, len(rows) - new, users if new else 0, collection, round_),
+                (new, len(rows) - new, users, collection, round_),
             )
         return new
 
