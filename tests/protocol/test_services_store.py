@@ -201,3 +201,30 @@ def test_a_round_closed_at_one_replica_closes_for_all_and_each_holds_its_residue
     assert batches == [5, 3]
     assert b.stats("c", 1)["pooled"] == 0
     http.close()
+
+
+def test_the_store_setting_is_checked(tmp_path: Path) -> None:
+    import secrets
+
+    from sdckit.errors import ConfigError
+
+    base = {
+        "key_file": "k",
+        "data_dir": str(tmp_path),
+        "admin_token": secrets.token_urlsafe(32),
+        "relay_token": secrets.token_urlsafe(32),
+    }
+    hops = {
+        "curator_url": "http://c",
+        "analyst_url": "http://a",
+        "curator_verify_key": "ed25519:x",
+        "analyst_verify_key": "ed25519:y",
+    }
+    ok = ServiceConfig.from_mapping({"role": "shuffler", **base, **hops, "store": "postgresql://h/db"})
+    assert ok.store == "postgresql://h/db"
+    with pytest.raises(ConfigError, match="postgresql://"):
+        ServiceConfig.from_mapping({"role": "shuffler", **base, **hops, "store": "mysql://h/db"})
+    with pytest.raises(ConfigError, match="only a shuffler"):
+        ServiceConfig.from_mapping({"role": "curator", **base, "store": "postgresql://h/db"})
+    with pytest.raises(ConfigError, match="postgresql://"):
+        open_shuffler_store(tmp_path / "s.sqlite3", url="sqlite:///x")
