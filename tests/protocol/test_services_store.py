@@ -228,3 +228,10 @@ def test_the_store_setting_is_checked(tmp_path: Path) -> None:
         ServiceConfig.from_mapping({"role": "curator", **base, "store": "postgresql://h/db"})
     with pytest.raises(ConfigError, match="postgresql://"):
         open_shuffler_store(tmp_path / "s.sqlite3", url="sqlite:///x")
+    pytest.importorskip("psycopg")
+    from sdckit.protocol.services._launch import free_port
+
+    with pytest.raises(ConfigError, match="cannot reach the PostgreSQL store") as err:
+        open_shuffler_store(tmp_path / "s.sqlite3", url=f"postgresql://u:s3cret@127.0.0.1:{free_port()}/db")
+    assert "Connection refused" in str(err.value)
+    assert "s3cret" not in str(err.value)  # the password is never shown

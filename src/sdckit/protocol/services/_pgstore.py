@@ -68,11 +68,21 @@ class PostgresShufflerStore(ShufflerStore):
             ) from None
         super().__init__(path, synchronous=synchronous)
         self._errors = psycopg.errors
+        try:  # one direct attempt first: its error names the cause (the pool only times out)
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as err:
+            super().close()
+            where = {k: v for k, v in psycopg.conninfo.conninfo_to_dict(url).items() if k != "password"}
+            raise ConfigError(
+                f"cannot reach the PostgreSQL store ({where}): {str(err).strip().splitlines()[0]}; "
+                "check `store` (postgresql://user@host:port/database) and that the server runs"
+            ) from None
         self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=30.0)
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as err:
             self._pool.close()
+            super().close()
             raise ConfigError(f"cannot reach the PostgreSQL store ({type(err).__name__}: {err})") from None
         with self._pool.connection() as con:
             con.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
