@@ -194,6 +194,9 @@ def test_a_round_closed_at_one_replica_closes_for_all_and_each_holds_its_residue
     for f in forwarders:
         f.forward_due(http)
     assert batches == [5]  # a forwarded its 5 users; b's 2 (< min_batch 3) are held
+    # a replica's pool is the one-process pool: what it forwarded left neither the pool nor the WAL
+    assert a.stats("c", 1)["pooled"] == 0
+    assert (tmp_path / "a.sqlite3-wal").stat().st_size == 0
     assert b.due() == [("c", 1, 2, True)]
     assert b.stats("c", 1)["pooled"] == 2
     b.add("c", 1, [b"b2"], users=1)  # a late user reaches b: now 3 users, forwarded at once
