@@ -1,4 +1,4 @@
-"""The protocol as web services: one FastAPI app per role, SQLite storage, a config file each.
+"""The protocol as web services: one FastAPI app per role, SQLite storage (shuffler replicas: PostgreSQL shared, SQLite pools), a config file each.
 
 Start one with ``sdckit protocol serve shuffler|curator|analyst --config FILE`` (or
 ``python -m sdckit.protocol.services ROLE --config FILE``). One module per role (:mod:`._shuffler`, :mod:`._curator`, :mod:`._analyst`) and :mod:`._common`.
