@@ -83,6 +83,10 @@ class ServiceConfig:
     """Largest request body accepted (bytes); larger gets 413."""
     max_batch_messages: int = 100_000
     """Largest number of messages in one request."""
+    store: str = ""
+    """Shuffler: empty for the embedded SQLite store (one process), or ``postgresql://...`` for
+    replicas: collections, invites, spent credentials and closed rounds shared in PostgreSQL, each
+    replica's pool in its own ``<data_dir>/shuffler.sqlite3`` (or the ``SDCKIT_STORE`` variable)."""
     sqlite_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     """``NORMAL`` survives a killed process (WAL); ``FULL`` also survives power loss."""
 
@@ -105,6 +109,8 @@ class ServiceConfig:
             env = os.environ.get(f"SDCKIT_{name.upper()}")
             if env and not d.get(name):
                 d[name] = env
+        if not d.get("store") and os.environ.get("SDCKIT_STORE"):
+            d["store"] = os.environ["SDCKIT_STORE"]
         for name in ("key_file", "data_dir"):
             if name in d:
                 d[name] = str(_resolve(base, str(d[name])))
@@ -134,6 +140,13 @@ class ServiceConfig:
                     "a shuffler needs curator_verify_key and analyst_verify_key (the 'ed25519:...' "
                     "line of each one's key.json.verify) to check what it relays"
                 )
+        if self.store and (
+            self.role != "shuffler" or not self.store.startswith(("postgresql://", "postgres://"))
+        ):
+            raise ConfigError(
+                f"store={self.store!r}: only a shuffler takes a store, a postgresql://... URL (its replicas "
+                "share it); leave it empty for the embedded SQLite store"
+            )
         if self.batch_threshold < 1 or self.forward_chunk < 1 or self.max_body_bytes < 1024:
             raise ConfigError("batch_threshold and forward_chunk must be >= 1, max_body_bytes >= 1024")
         if self.min_batch < 0 or self.forward_max_bytes < 1024 or self.quarantine_after < 1:

@@ -21,7 +21,7 @@ from sdckit.protocol._client import Client
 from sdckit.protocol._crypto import SuiteName
 from sdckit.protocol._keyfile import generate_key_file
 from sdckit.protocol._spec import CollectionSpec
-from sdckit.protocol.services._config import ROLES, Role
+from sdckit.protocol.services._config import ROLES
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -48,38 +48,63 @@ class LocalDeployment:
     """Fewest users per forwarded batch (0: the batch threshold)."""
     options: dict[str, Any] = field(default_factory=dict)
     """More settings of the shuffler's config (e.g. ``at_close``, ``quarantine_after``)."""
+    replicas: int = 1
+    """Shuffler processes: ``shuffler``, then ``shuffler.1``, ``shuffler.2``, ... (one key, one
+    ``store``, each its own port and local pool). More than one needs ``store``."""
+    store: str = ""
+    """The shuffler's ``store`` setting (``postgresql://...`` for replicas)."""
     startup_timeout: float = 120.0  # generous: a shared machine can take long to import
     admin_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     relay_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     urls: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
-    def config_path(self, role: Role) -> Path:
+    def config_path(self, role: str) -> Path:
         return self.workdir / role / "config.json"
+
+    @property
+    def shufflers(self) -> list[str]:
+        """The names of the shuffler processes (``shuffler`` first)."""
+        return ["shuffler", *(f"shuffler.{i}" for i in range(1, self.replicas))]
+
+    @property
+    def names(self) -> list[str]:
+        return ["curator", "analyst", *self.shufflers]
 
     def prepare(self) -> None:
         """Keys, ports and config files (0600: they hold the tokens)."""
+        if self.replicas < 1 or (self.replicas > 1 and not self.store):
+            raise ProtocolError(
+                "replicas >= 1, and more than one shuffler needs a shared store (postgresql://...)"
+            )
         self.workdir = Path(self.workdir)
-        ports = {role: free_port() for role in ROLES}
-        self.urls = {role: f"http://127.0.0.1:{ports[role]}" for role in ROLES}
+        ports = {name: free_port() for name in self.names}
+        self.urls = {name: f"http://127.0.0.1:{ports[name]}" for name in self.names}
         for role in ROLES:
             d = self.workdir / role
             d.mkdir(parents=True, exist_ok=True)
             if not (d / "key.json").exists():
                 generate_key_file(d / "key.json", suite=self.suite)
-        for role in ROLES:
-            d = self.workdir / role
+        for name in self.shufflers[1:]:  # replicas are one shuffler: the same keys
+            d = self.workdir / name
+            d.mkdir(parents=True, exist_ok=True)
+            for suffix in ("", ".pub", ".verify"):
+                src = self.workdir / "shuffler" / f"key.json{suffix}"
+                (d / f"key.json{suffix}").write_bytes(src.read_bytes())
+                os.chmod(d / f"key.json{suffix}", src.stat().st_mode & 0o777)
+        for name in self.names:
+            d = self.workdir / name
             cfg: dict[str, Any] = {
-                "role": role,
+                "role": name.split(".")[0],
                 "key_file": "key.json",
                 "data_dir": "data",
                 "admin_token": self.admin_token,
                 "relay_token": self.relay_token,
                 "host": "127.0.0.1",
-                "port": ports[role],
+                "port": ports[name],
                 "max_body_bytes": self.max_body_bytes,
             }
-            if role == "shuffler":
+            if name.startswith("shuffler"):
                 cfg.update(
                     curator_url=self.urls["curator"],
                     analyst_url=self.urls["analyst"],
@@ -89,9 +114,10 @@ class LocalDeployment:
                     min_batch=self.min_batch,
                     poll_seconds=self.poll_seconds,
                     forward_max_bytes=min(4 * 1024 * 1024, self.max_body_bytes),
-                    **self.options,
+                    **({"store": self.store} if self.store else {}),
                 )
-            path = self.config_path(role)
+                cfg.update(self.options)  # may also redirect the hops (e.g. through a proxy)
+            path = self.config_path(name)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
                 json.dump(cfg, fh, indent=2)
@@ -138,8 +164,8 @@ class LocalDeployment:
             r.raise_for_status()
             return list(r.json()["invites"])
 
-    def spawn(self, role: Role) -> None:
-        """Start one role's process (without waiting for it)."""
+    def spawn(self, role: str) -> None:
+        """Start one role's process (without waiting for it); a replica by its name (``shuffler.1``)."""
         d = self.workdir / role
         with open(d / "process.out", "ab") as out:  # the child keeps its own copy of the descriptor
             self.processes[role] = subprocess.Popen(
@@ -147,7 +173,7 @@ class LocalDeployment:
                     sys.executable,
                     "-m",
                     "sdckit.protocol.services",
-                    role,
+                    role.split(".")[0],
                     "--config",
                     str(self.config_path(role)),
                 ],
@@ -156,7 +182,7 @@ class LocalDeployment:
                 stdin=subprocess.DEVNULL,
             )
 
-    def wait_healthy(self, role: Role) -> None:
+    def wait_healthy(self, role: str) -> None:
         """Wait until ``/healthz`` of ``role`` answers; :class:`ProtocolError` if it exits or times out."""
         proc = self.processes[role]
         deadline = time.monotonic() + self.startup_timeout
@@ -172,7 +198,7 @@ class LocalDeployment:
             time.sleep(0.05)
         raise ProtocolError(f"the {role} did not answer on {self.urls[role]} within {self.startup_timeout} s")
 
-    def start(self, role: Role) -> None:
+    def start(self, role: str) -> None:
         """Start (or restart) one role and wait until it answers."""
         self.spawn(role)
         self.wait_healthy(role)
@@ -180,10 +206,10 @@ class LocalDeployment:
     def __enter__(self) -> LocalDeployment:
         self.prepare()
         try:
-            for role in ROLES:  # start all three at once; imports dominate start-up
-                self.spawn(role)
-            for role in ROLES:
-                self.wait_healthy(role)
+            for name in self.names:  # start all at once; imports dominate start-up
+                self.spawn(name)
+            for name in self.names:
+                self.wait_healthy(name)
         except BaseException:
             self.stop()
             raise
@@ -192,14 +218,14 @@ class LocalDeployment:
     def __exit__(self, *_: object) -> None:
         self.stop()
 
-    def kill(self, role: Role, sig: int = signal.SIGKILL) -> None:
+    def kill(self, role: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one role's process (SIGKILL by default) and reap it."""
         proc = self.processes.get(role)
         if proc is not None and proc.poll() is None:
             proc.send_signal(sig)
             proc.wait(timeout=10)
 
-    def cpu_seconds(self, role: Role) -> float:
+    def cpu_seconds(self, role: str) -> float:
         """CPU time (user + system) the process of ``role`` has used so far (Linux ``/proc``)."""
         pid = self.processes[role].pid
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

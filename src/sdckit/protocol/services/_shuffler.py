@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ from sdckit.protocol.services._common import (
     role_parts,
 )
 from sdckit.protocol.services._config import ServiceConfig
+from sdckit.protocol.services._pgstore import open_shuffler_store
 from sdckit.protocol.services._store import ShufflerStore
 
 CREDENTIAL_HEADER = "sdckit-credential"
@@ -245,7 +247,7 @@ class _Forwarder:
         after, users = self.cfg.close_after_seconds, self.cfg.close_after_users
         if after is not None and now - opened >= after:
             return True
-        return users is not None and self.store.stats(*pair)["users"] >= users
+        return users is not None and self.store.users(*pair) >= users
 
     def _chunk_messages(self, reg: Registered, round_: int) -> int:
         inner = sealed_length(reg.spec.suite, reg.inner_pad(round_))
@@ -358,13 +360,13 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     """The shuffler service (see the module docstring)."""
     from sdckit.protocol.services._common import base_app
 
-    key, signing, store, log, events = role_parts(cfg, ShufflerStore)
+    key, signing, store, log, events = role_parts(cfg, partial(open_shuffler_store, url=cfg.store))
     owners = {
         "curator": verify_key_from_text(cfg.curator_verify_key),
         "analyst": verify_key_from_text(cfg.analyst_verify_key),
     }
     hops = {"curator": cfg.curator_url.rstrip("/"), "analyst": cfg.analyst_url.rstrip("/")}
-    seed = _enrolment_seed(cfg)
+    seed = store.enrolment_seed() or _enrolment_seed(cfg)  # replicas: one seed, in the shared store
     shuffler = Shuffler(key, batch_threshold=cfg.batch_threshold)
     registry: dict[str, Registered] = {}
 
@@ -426,8 +428,30 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     app = base_app(cfg, key, "sdckit shuffler", lifespan)
     admin = Depends(bearer(cfg.admin_token, "admin"))
 
+    missing: OrderedDict[str, float] = OrderedDict()  # recent misses: unknown ids cost one lookup a second
+
+    def lookup(collection: str) -> Registered | None:
+        """A collection registered at another replica (shared store), loaded on a miss."""
+        now = time.monotonic()
+        if missing.get(collection, -1.0) > now:
+            return None
+        found = store.collection(collection)
+        if found is None:
+            missing[collection] = now + 1.0
+            while len(missing) > 4096:
+                missing.popitem(last=False)
+            return None
+        signed, policy, remaining = found
+        try:
+            reg = registered(collection, signed, policy, min(remaining, cfg.pool_ttl_seconds))
+        except (MalformedMessageError, SdcError):
+            log.error("collection %r in the shared store does not verify; not admitted", collection)
+            return None
+        missing.pop(collection, None)
+        return registry.setdefault(collection, reg)
+
     def collection_of(collection: str) -> Registered:
-        reg = registry.get(check_id(collection))
+        reg = registry.get(check_id(collection)) or lookup(collection)
         if reg is None or reg.expires <= time.monotonic():
             events.add("unknown collection")
             raise HTTPException(404, f"no collection {collection!r} is registered at this shuffler")
@@ -484,7 +508,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         return {"spec": reg.signed_spec, "enrolment": sign_document(signing, "enrolment", "shuffler", terms)}
 
     def admitted(collection: str) -> int | None:
-        return store.stats(collection, 1)["users"] or None
+        return store.users(collection, 1) or None  # replicas: all of them (shared store)
 
     def pinned_plan(reg: Registered, collection: str) -> dict[str, Any]:
         """The plan devices get: the first one relayed, checked against the spec's floors and its
@@ -495,6 +519,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         with pin_lock:
             if reg.plan is not None:
                 return reg.plan
+            if reg.plan_hash is None:  # replicas: another one may have pinned it meanwhile
+                reg.plan_hash = ((store.collection(collection) or ({}, {}, 0.0))[1]).get("plan_sha256")
             if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
                 events.add("curator changed a pinned plan (refused)")
                 raise HTTPException(
@@ -694,7 +720,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 },
             )
         if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
-            await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: junk never reaches the curator)
+            await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: no junk to the curator)
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
@@ -702,6 +728,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 return answer(h, 409, {"detail": "a credential was already used in this round"})
             if status == "replay":
                 return answer(h, 202, {"accepted": len(outer), "new": 0, "users": users})
+            # "retry" (replicas): spent by this very body but not known pooled (a crash between
+            # the two commits): pooled again below, never lost
         # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
         inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
         if error is not None:

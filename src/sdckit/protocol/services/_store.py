@@ -121,6 +121,22 @@ class ShufflerStore(_Store):
             rows = self._con.execute("SELECT id, spec, policy, expires FROM collections").fetchall()
         return {c: (json.loads(s), json.loads(p), float(e)) for c, s, p, e in rows}
 
+    def collection(self, collection: str) -> tuple[dict[str, Any], dict[str, Any], float] | None:
+        """One registration (signed spec, policy, seconds left), None if unknown."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT spec, policy, expires FROM collections WHERE id = ?", (collection,)
+            ).fetchone()
+        return (json.loads(row[0]), json.loads(row[1]), float(row[2])) if row else None
+
+    def users(self, collection: str, round_: int) -> int:
+        """Users admitted to a round (complete submissions pooled), by every replica sharing the store."""
+        return self.stats(collection, round_)["users"]
+
+    def enrolment_seed(self) -> bytes | None:
+        """The VOPRF issuer's seed when the store holds it (shared by replicas); None: a file."""
+        return None
+
     def forget(self, collection: str) -> int:
         """Remove an (expired) collection whose pool is empty: its registration and counters. Its
         spent credentials and invites stay, so they are refused if it is registered again. Returns
@@ -138,7 +154,9 @@ class ShufflerStore(_Store):
     def pooled(self, collection: str) -> int:
         """Messages pooled for ``collection``, all rounds."""
         with self._lock:
-            (n,) = self._con.execute("SELECT COUNT(*) FROM pool WHERE collection = ?", (collection,)).fetchone()
+            (n,) = self._con.execute(
+                "SELECT COUNT(*) FROM pool WHERE collection = ?", (collection,)
+            ).fetchone()
         return int(n)
 
     def set_remaining(self, collection: str, seconds: float) -> None:
@@ -179,7 +197,9 @@ class ShufflerStore(_Store):
         return []
 
     def spent_status(self, collection: str, round_: int, ids: Sequence[bytes], body: bytes) -> str:
-        """``"fresh"`` (none spent), ``"replay"`` (all spent by this very body: a retry) or ``"used"``."""
+        """``"fresh"`` (none spent), ``"replay"`` (all spent by this very body and pooled: a retry
+        answered without pooling), ``"retry"`` (all spent by this very body, not known to be pooled:
+        pool it again; never here, where spending and pooling are one transaction) or ``"used"``."""
         with self._lock:
             rows = self._con.execute(
                 f"SELECT body FROM spent WHERE collection = ? AND round = ? AND id IN ({','.join('?' * len(ids))})",
