@@ -19,15 +19,15 @@ if shutil.which("java") is None:
     pytest.skip("Java not found: PySpark needs it (apt-get install default-jre-headless; .ci/run does)",
                 allow_module_level=True)
 
-from pyspark.sql import DataFrame as SparkFrame  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import DataFrame as SparkFrame
+from pyspark.sql import SparkSession
 
-from sdckit._scale import local_spark  # noqa: E402
-from sdckit.anonymize import PRAM, GlobalRecoder, TopBottomCoder  # noqa: E402
-from sdckit.risk import Marginals, plan_release  # noqa: E402
+from sdckit._scale import local_spark
+from sdckit.anonymize import PRAM, GlobalRecoder, TopBottomCoder
+from sdckit.risk import Marginals, plan_release
 
-from .conftest import DriverRows  # noqa: E402
-from .test_mask_dask import HIERARCHIES, RULES, _adult, _pram_table, _same_cells, transition_pvalue  # noqa: E402
+from .conftest import DriverRows
+from .test_mask_dask import HIERARCHIES, RULES, _adult, _pram_table, _same_cells, transition_pvalue
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 PARTS = 3
