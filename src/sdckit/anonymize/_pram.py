@@ -86,6 +86,11 @@ class PRAM(Anonymizer):
     correct their estimates (E[counts'] = counts P). A value not seen in ``fit`` has no row and
     ``transform`` refuses it (it would otherwise go out unperturbed).
 
+    On a Dask or Spark frame the matrices come from distributed value counts and each partition
+    draws from ``SeedSequence(random_state, spawn_key=(partition, batch))`` (fresh OS entropy by
+    default); the result is a lazy frame of the same kind (docs/scale.md). A polars LazyFrame or
+    DuckDB relation is collected, with a warning, and given back as its kind.
+
     Parameters
     ----------
     columns : the categorical columns (default: all, or those of ``matrix``).

@@ -99,6 +99,10 @@ class GlobalRecoder(Anonymizer):
     text (interval or group labels) except under numeric labels or a mapping to numbers. A numpy
     array is read as columns ``x0, x1, ...`` (NaN a missing cell) and comes back as an array.
 
+    A lazy frame (polars LazyFrame, DuckDB, Dask, Spark) is fitted from aggregates (a summary row,
+    value counts for quantile bins and hierarchies) and recoded lazily: the same kind of frame
+    comes back, its rows never collected (docs/scale.md).
+
     Parameters
     ----------
     rules : ``{column: rule}`` as above; other columns are untouched.
