@@ -271,3 +271,14 @@ def test_release_plan_suppression_on_lazy_data_says_what_to_do() -> None:
     marginals = Marginals.from_data(adult, ["age", "sex"])
     with pytest.raises(ParameterError, match="suppression= with a lazy or distributed table"):
         plan_release(marginals, k=5, budget=0.01, hierarchies={"age": "adult:age"}, data=adult.lazy(), suppression=0.05)
+
+
+def test_pram_on_a_polars_lazy_frame_collects_saying_so() -> None:
+    from sdckit.anonymize import PRAM
+    from sdckit.errors import SdcWarning
+
+    frame = _pram_table(500)
+    with pytest.warns(SdcWarning, match="PRAM collects the polars LazyFrame"):
+        out = PRAM(columns=["region"], pd=0.8, random_state=1).fit_transform(frame.lazy())
+    assert isinstance(out, pl.LazyFrame)
+    assert out.collect().equals(PRAM(columns=["region"], pd=0.8, random_state=1).fit_transform(frame))
