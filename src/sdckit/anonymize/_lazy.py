@@ -145,9 +145,10 @@ def dtype_of(values: Sequence[Any], given: Any) -> Any:
     return nw.String
 
 
-def partition_tables(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64]:
-    """Integer rows ``fn(pdf, (partition, batch))`` returns for every partition of a Dask or Spark
-    frame (a pandas DataFrame with int64 columns ``names``), stacked; their count is added to
+def partition_tallies(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64]:
+    """Integer tallies ``fn(pdf, (partition, batch))`` returns for every partition of a Dask or Spark
+    frame (a pandas DataFrame with int64 columns ``names``, the last a count; Spark's batches of a
+    partition are summed by the other columns), stacked; their count is added to
     :func:`~sdckit._scale.driver_rows`. The (partition, batch) keys are those of
     :func:`sdckit._scale.map_partitions`, so ``fn`` can redraw what a map drew."""
     import pandas as pd
@@ -175,8 +176,9 @@ def partition_tables(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64]
 
             ctx = TaskContext.get()
             pid = ctx.partitionId() if ctx is not None else 0
-            for i, pdf in enumerate(it):
-                yield fn(pdf, (pid, i))
+            parts = [fn(pdf, (pid, i)) for i, pdf in enumerate(it)]
+            if parts:  # one tally per partition, not per Arrow batch: sum the last column by the others
+                yield pd.concat(parts).groupby(cols[:-1], as_index=False)[cols[-1]].sum()
 
         collected = native.mapInPandas(batches, schema).collect()
         rows = np.asarray([list(r) for r in collected], dtype=np.int64).reshape(-1, len(cols))

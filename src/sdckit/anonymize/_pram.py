@@ -20,7 +20,7 @@ from sdckit.anonymize._base import (
     native_out,
     text_values,
 )
-from sdckit.anonymize._lazy import partition_tables, value_counts
+from sdckit.anonymize._lazy import partition_tallies, value_counts
 from sdckit.errors import InputError, ParameterError
 
 
@@ -344,7 +344,7 @@ class PRAM(Anonymizer):
                 rows += [(j, int(a), int(b), int(c)) for (a, b), c in zip(pairs.reshape(-1, 2), n, strict=True)]
             return pd.DataFrame(rows, columns=["j", "src", "dst", "n"], dtype="int64")
 
-        table = partition_tables(X, tally, ["j", "src", "dst", "n"])
+        table = partition_tallies(X, tally, ["j", "src", "dst", "n"])
         self.changes_ = {}
         for j, name in enumerate(names):
             part = table[(table[:, 0] == j) & (table[:, 3] > 0)]
