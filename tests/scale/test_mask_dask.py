@@ -107,8 +107,10 @@ def test_top_bottom_coder_on_dask_equals_memory(
     table: pl.DataFrame, dask_driver_rows: DriverRows, params: dict[str, Any]
 ) -> None:
     ddf = _dask(table)
+    counted = driver_rows()
     coder = TopBottomCoder(**params).fit(ddf)
     out = coder.transform(ddf)
+    assert driver_rows() - counted == dask_driver_rows.rows
     distinct = sum(table[c].n_unique() for c in coder.columns_) if "top_quantile" in params else 0
     assert dask_driver_rows.rows <= distinct + 1  # the value counts (quantiles only), one row of changes
     memory = TopBottomCoder(**params).fit(table)
@@ -183,8 +185,10 @@ def test_pram_on_dask_follows_the_matrix(dask_driver_rows: DriverRows) -> None:
     frame = _pram_table()
     ddf = _dask(frame)
     pram = PRAM(columns=["region", "kids"], pd=0.6, random_state=2026)
+    counted = driver_rows()
     out = pram.fit_transform(ddf)
     assert isinstance(out, dd.DataFrame)
+    assert driver_rows() - counted == dask_driver_rows.rows
     m = {c: frame[c].n_unique() for c in pram.columns_}
     # the value counts (m rows a column) and one (from, to) tally per pair drawn and partition
     assert dask_driver_rows.rows <= sum(m.values()) + PARTS * sum(v * v for v in m.values())
@@ -246,8 +250,10 @@ def test_release_plan_with_lazy_data_equals_memory_and_applies_lazily(dask_drive
     cols = ["age", "sex", "race", "native-country"]
     marginals = Marginals.from_data(adult, cols)
     ddf = dd.from_pandas(adult.to_pandas(), npartitions=PARTS)
+    counted = driver_rows()
     plan = plan_release(marginals, k=5, budget=0.02, hierarchies=HIERARCHIES, data=ddf)
     planned_rows = dask_driver_rows.rows
+    assert driver_rows() - counted == planned_rows  # every collect went through the counted door
     memory = plan_release(marginals, k=5, budget=0.02, hierarchies=HIERARCHIES, data=adult)
     assert plan.to_dict() == memory.to_dict()
     distinct = sum(adult[c].n_unique() for c in cols)

@@ -223,7 +223,7 @@ class LazyExposure:
     """Exact exposure of each node on a lazy table (polars LazyFrame, DuckDB, Dask, Spark).
 
     Per node the columns are recoded where the rows live (each raw value to its label's code,
-    ``replace_strict``) and grouped twice (:func:`~sdckit.risk._counting.size_histogram`): only the
+    ``replace_strict``) and grouped twice (as :func:`~sdckit.risk._counting.size_histogram`): only the
     histogram of group sizes reaches the driver. Exposure = sum_{s < k} s g_s / n, g_s the groups of
     size s: the share of records in groups smaller than k, as :class:`DataExposure` computes it.
     """
@@ -253,14 +253,24 @@ class LazyExposure:
         return expr.alias(f"__sdckit_code{j}")
 
     def __call__(self, node: tuple[int, ...]) -> float:
-        from sdckit.risk._counting import size_histogram
+        import narwhals as nw
+
+        from sdckit._scale import collect_small
 
         varied = [j for j, lvl in enumerate(node) if int(self.maps[j][lvl].max(initial=0)) > 0]
         if not varied:  # every column recoded to one label: one group of n
             return float(self.n < self.k)
-        sizes, groups = size_histogram(
-            self.frame.select(*[self._code(j, node[j]) for j in varied]), [f"__sdckit_code{j}" for j in varied]
+        # size_histogram's two group_bys, collected through the counted door (driver_rows)
+        by_size = collect_small(
+            self.frame.select(*[self._code(j, node[j]) for j in varied])
+            .group_by(*[f"__sdckit_code{j}" for j in varied])
+            .agg(nw.len().alias("__size"))
+            .group_by("__size")
+            .agg(nw.len().alias("__groups")),
+            what="the group-size histogram of a recoding",
         )
+        sizes = np.asarray(by_size["__size"].to_numpy(), dtype=np.int64)
+        groups = np.asarray(by_size["__groups"].to_numpy(), dtype=np.int64)
         small = sizes < self.k
         return float((sizes[small] * groups[small]).sum()) / self.n
 
