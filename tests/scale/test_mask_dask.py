@@ -288,3 +288,17 @@ def test_pram_on_a_polars_lazy_frame_collects_saying_so() -> None:
         out = PRAM(columns=["region"], pd=0.8, random_state=1).fit_transform(frame.lazy())
     assert isinstance(out, pl.LazyFrame)
     assert out.collect().equals(PRAM(columns=["region"], pd=0.8, random_state=1).fit_transform(frame))
+
+
+def test_recoding_changes_with_missing_cells_and_partial_mappings_on_dask() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"x": [1.0, np.nan, 3.5, 7.0, np.nan, 10.0], "c": ["a", None, "b", "a", "c", "b"]})
+    for rules in (
+        {"x": {"breaks": [0, 5]}, "c": {"mapping": {"a": "A"}}},
+        {"x": {"mapping": {"1.0": "one", "7.0": "one"}}},  # numbers partly mapped to text
+    ):
+        on_dask = GlobalRecoder(rules=rules).fit(dd.from_pandas(frame, npartitions=2))
+        memory = GlobalRecoder(rules=rules).fit(frame)
+        assert on_dask.rules_ == memory.rules_
+        assert on_dask.changes_ == memory.changes_
