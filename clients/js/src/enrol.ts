@@ -4,8 +4,9 @@
  *
  * A device picks a random 32-byte nonce per round and blinds the token input
  * ``"sdckit/token/v1|<collection>|round=<r>|" + nonce`` for rounds 1, 2 and 3 (the pair round), in
- * that order. The shuffler answers each round with ``evaluated element (32) || DLEQ proof (c 32,
- * s 32)`` (base64url), proved against its published key of that round; the device's credential is
+ * that order. The shuffler answers each round with ``DLEQ proof (c 32 || s 32) || evaluated
+ * element (32)`` (base64url; the ``voprf`` crate's batch output of one element), proved against
+ * its published key of that round; the device's credential is
  * ``(nonce, output)``, sent as ``<base64url nonce>.<base64url output>`` (no padding).
  */
 
@@ -89,8 +90,8 @@ export class Enrolment {
         const group = p.client.group;
         const ev = new Evaluation(
           Oprf.Mode.VOPRF,
-          [group.desElt(raw.subarray(0, ELEMENT))],
-          DLEQProof.deserialize(group.id, raw.subarray(ELEMENT), CRYPTO),
+          [group.desElt(raw.subarray(PROOF))],
+          DLEQProof.deserialize(group.id, raw.subarray(0, PROOF), CRYPTO),
         );
         [output] = await p.client.finalize(p.finData, ev);
       } catch {
