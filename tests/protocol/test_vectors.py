@@ -27,7 +27,8 @@ VECTORS = Path(__file__).parent / "vectors"
 
 def _generator() -> Any:
     spec = importlib.util.spec_from_file_location("sdckit_vectors_generate", VECTORS / "generate.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -81,7 +82,16 @@ def test_value_encodings(vec: dict[str, Any]) -> None:
         assert (math.isnan(back) and math.isnan(v)) if isinstance(v, float) and math.isnan(v) else back == v
     got = {c["encoded"] for c in vec["values"]}
     # Python's repr by hand: scientific below 1e-4 and from 1e16, two exponent digits at least
-    assert {"1e-05", "0.0001", "1e+16", "1000000000000000.0", "5e-324", "39.0", "0.0", '{"float":"-inf"}'} <= got
+    assert {
+        "1e-05",
+        "0.0001",
+        "1e+16",
+        "1000000000000000.0",
+        "5e-324",
+        "39.0",
+        "0.0",
+        '{"float":"-inf"}',
+    } <= got
 
 
 def test_signed_documents_verify_and_a_changed_byte_does_not(vec: dict[str, Any]) -> None:
@@ -90,7 +100,10 @@ def test_signed_documents_verify_and_a_changed_byte_does_not(vec: dict[str, Any]
     for d in vec["documents"]:
         signed = d["signed"]
         doc = verify_document(signed, keys[signed["signer"]], kind=signed["kind"], signer=signed["signer"])
-        assert canonical_json({"kind": signed["kind"], "signer": signed["signer"], "document": doc}).decode() == d["canonical"]
+        assert (
+            canonical_json({"kind": signed["kind"], "signer": signed["signer"], "document": doc}).decode()
+            == d["canonical"]
+        )
         kinds.append(signed["kind"])
         altered = copy.deepcopy(signed)
         first = next(iter(altered["document"]))
@@ -106,10 +119,16 @@ def test_wire_frames_decode(vec: dict[str, Any]) -> None:
     for f in w["features"]:
         plain = bytes.fromhex(f["plaintext"])
         msg = unpack_feature(plain, w["round1_pad"])
-        assert (msg.feature, msg.value_key, msg.salt) == (f["feature"], encode_value(_value(f["value"])), salt)
+        assert (msg.feature, msg.value_key, msg.salt) == (
+            f["feature"],
+            encode_value(_value(f["value"])),
+            salt,
+        )
         # by hand: version 1, kind 1, the salt, a 2-byte big-endian length, the body, zeros
         body = json.dumps([f["feature"], _value(f["value"])], separators=(",", ":")).encode()
-        assert plain == b"\x01\x01" + salt + len(body).to_bytes(2, "big") + body + bytes(w["round1_pad"] - 20 - len(body))
+        assert plain == b"\x01\x01" + salt + len(body).to_bytes(2, "big") + body + bytes(
+            w["round1_pad"] - 20 - len(body)
+        )
     for r in w["rows"]:
         msg = unpack_row(bytes.fromhex(r["plaintext"]), r["pad"], kind=r["kind"])
         assert list(msg.columns) == r["columns"]
@@ -117,12 +136,16 @@ def test_wire_frames_decode(vec: dict[str, Any]) -> None:
     assert w["rows"][1]["kind"] == KIND_PAIR
     messages = [bytes.fromhex(m) for m in w["batch"]["messages"]]
     frame = bytes.fromhex(w["batch"]["frame"])
-    assert unpack_batch(frame) == messages and pack_batch(messages) == frame
+    assert unpack_batch(frame) == messages
+    assert pack_batch(messages) == frame
     assert frame[:13] == b"SDCB\x01\x00\x00\x00\x03\x00\x00\x00\x02"  # by hand: magic, version, count, length
 
 
 def test_each_rounds_message_opens_with_the_fixed_keys(vec: dict[str, Any]) -> None:
-    keys = {role: PrivateKey.from_bytes("x25519", bytes.fromhex(k["hpke_secret"])) for role, k in vec["keys"].items()}
+    keys = {
+        role: PrivateKey.from_bytes("x25519", bytes.fromhex(k["hpke_secret"]))
+        for role, k in vec["keys"].items()
+    }
     for role, k in vec["keys"].items():
         assert keys[role].public_key().to_text() == k["hpke_public"]
     for r in vec["rounds"]:
@@ -142,7 +165,9 @@ def test_voprf_keys_credentials_and_the_batch_answer(vec: dict[str, Any]) -> Non
         cred = Credential.from_text(c["text"], c["round"])
         assert (cred.nonce.hex(), cred.output.hex(), cred.id.hex()) == (c["nonce"], c["output"], c["id"])
         assert issuer.verify(cred)
-        assert not issuer.verify(Credential(c["round"] % 3 + 1, cred.nonce, cred.output))  # another round's key
+        assert not issuer.verify(
+            Credential(c["round"] % 3 + 1, cred.nonce, cred.output)
+        )  # another round's key
     answer = _unb64(v["evaluation"]["answer"], "answer")
     assert len(answer) == 64 + 32  # the DLEQ proof (c, s), then the one evaluated element
     assert len(base64.urlsafe_b64decode(v["evaluation"]["blinded"] + "=")) == 32

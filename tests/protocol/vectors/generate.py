@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from voprf import ristretto
 
 from sdckit.protocol import REDACTED, CollectionSpec, PrivateKey
-from sdckit.protocol._crypto import info_label, open_sealed, seal
+from sdckit.protocol._crypto import info_label, seal
 from sdckit.protocol._enrol import _KEY_INFO, ENROL_ROUNDS, Credential, Issuer, _b64, token_input
 from sdckit.protocol._signing import canonical_json, sign_document, verify_key_to_text
 from sdckit.protocol._spec import PAIR_ROUND, PairQueries, PairQuery, PublishedPlan, Redaction
@@ -63,9 +63,29 @@ VALUE_CASES: list[tuple[str, Any]] = [
     *[
         ("float", x)
         for x in (
-            0.0, -0.0, 39.0, 39.5, -2.5, 0.1, 1 / 3, 1e16, 1e15, 123456789012345.6, 1e-4, 1e-5, 1.5e-7,
-            5e-324, 1.7976931348623157e308, 2.0**53, 2.0**60, 1e21, 1e22, 100.0, float("nan"),
-            float("inf"), float("-inf"),
+            0.0,
+            -0.0,
+            39.0,
+            39.5,
+            -2.5,
+            0.1,
+            1 / 3,
+            1e16,
+            1e15,
+            123456789012345.6,
+            1e-4,
+            1e-5,
+            1.5e-7,
+            5e-324,
+            1.7976931348623157e308,
+            2.0**53,
+            2.0**60,
+            1e21,
+            1e22,
+            100.0,
+            float("nan"),
+            float("inf"),
+            float("-inf"),
         )
     ],
 ]
@@ -83,7 +103,9 @@ def _random_doubles(n: int) -> list[float]:
 
 
 VALUE_CASES += [("float", x) for x in _random_doubles(300)]
-VALUE_CASES += [("float", float(rng_x)) for rng_x in (0.5, 1.25, 7e-5, 9.999999999999999e15, 1.0000000000000002)]
+VALUE_CASES += [
+    ("float", float(rng_x)) for rng_x in (0.5, 1.25, 7e-5, 9.999999999999999e15, 1.0000000000000002)
+]
 
 
 def _value_json(kind: str, v: Any) -> dict[str, Any]:
@@ -117,31 +139,69 @@ def build() -> dict[str, Any]:
     pub = {role: k.public_key().to_text() for role, (k, _) in keys.items()}
     verify = {role: verify_key_to_text(s.public_key()) for role, (_, s) in keys.items()}
     spec = CollectionSpec(
-        id=COLLECTION, features=("age", "sex", "race"), round1_pad=64, round2_pad=128, max_budget=0.1,
+        id=COLLECTION,
+        features=("age", "sex", "race"),
+        round1_pad=64,
+        round2_pad=128,
+        max_budget=0.1,
         keys=dict(pub),
     )
     plan = PublishedPlan(
-        collection=COLLECTION, columns=("age", "sex"), k=5, budget=0.05, bound=0.012345678901234568,
-        method="best", excluded={"race": "above the budget"}, n_round1=40,
+        collection=COLLECTION,
+        columns=("age", "sex"),
+        k=5,
+        budget=0.05,
+        bound=0.012345678901234568,
+        method="best",
+        excluded={"race": "above the budget"},
+        n_round1=40,
         redactions=(Redaction(feature="sex", value_key=encode_value("Other"), probability=0.25),),
-        recodings={"age": {encode_value(a): encode_value(f"{a // 10 * 10}-{a // 10 * 10 + 9}") for a in (38, 39, 52)}},
-        evidence={"n": 40, "counts": {"age": {'"30-39"': 30, '"50-59"': 10}, "sex": {'"Male"': 25, '"Female"': 15}}},
+        recodings={
+            "age": {encode_value(a): encode_value(f"{a // 10 * 10}-{a // 10 * 10 + 9}") for a in (38, 39, 52)}
+        },
+        evidence={
+            "n": 40,
+            "counts": {"age": {'"30-39"': 30, '"50-59"': 10}, "sex": {'"Male"': 25, '"Female"': 15}},
+        },
     )
     pairs = PairQueries(
-        collection=COLLECTION, k=5, queries=(PairQuery(columns=("sex", "race"), redact={"race": ('"Other"',)}, bound=0.01),),
-        bound=0.01, budget=0.05, pad=96,
+        collection=COLLECTION,
+        k=5,
+        queries=(PairQuery(columns=("sex", "race"), redact={"race": ('"Other"',)}, bound=0.01),),
+        bound=0.01,
+        budget=0.05,
+        pad=96,
         evidence={"race": {'"White"': 30, '{"redacted":true}': 10}, "sex": {'"Male"': 25, '"Female"': 15}},
     )
     seed = fixed("enrolment seed")
     issuer = Issuer(seed, COLLECTION)
     terms = {
-        "collection": COLLECTION, "enrolment": "tokens", "issuer_keys": issuer.public_keys, "min_batch": 100,
-        "keys": dict(pub), "message_lengths": {"1": 32 + 32 + 64 + 16 + 16, "2": 32 + 32 + 128 + 16 + 16},
+        "collection": COLLECTION,
+        "enrolment": "tokens",
+        "issuer_keys": issuer.public_keys,
+        "min_batch": 100,
+        "keys": dict(pub),
+        "message_lengths": {"1": 32 + 32 + 64 + 16 + 16, "2": 32 + 32 + 128 + 16 + 16},
     }
     documents = [
-        sign_document(keys["curator"][1], "keys", "curator", {"role": "curator", "suite": "x25519", "public_key": pub["curator"]}),
-        sign_document(keys["analyst"][1], "keys", "analyst", {"role": "analyst", "suite": "x25519", "public_key": pub["analyst"]}),
-        sign_document(keys["shuffler"][1], "keys", "shuffler", {"role": "shuffler", "suite": "x25519", "public_key": pub["shuffler"]}),
+        sign_document(
+            keys["curator"][1],
+            "keys",
+            "curator",
+            {"role": "curator", "suite": "x25519", "public_key": pub["curator"]},
+        ),
+        sign_document(
+            keys["analyst"][1],
+            "keys",
+            "analyst",
+            {"role": "analyst", "suite": "x25519", "public_key": pub["analyst"]},
+        ),
+        sign_document(
+            keys["shuffler"][1],
+            "keys",
+            "shuffler",
+            {"role": "shuffler", "suite": "x25519", "public_key": pub["shuffler"]},
+        ),
         sign_document(keys["curator"][1], "spec", "curator", spec.to_dict()),
         sign_document(keys["shuffler"][1], "enrolment", "shuffler", terms),
         sign_document(keys["curator"][1], "plan", "curator", plan.to_dict()),
@@ -150,22 +210,36 @@ def build() -> dict[str, Any]:
     salt = fixed("salt", 16)
     row = {"age": 39, "sex": "Male", "race": "White"}
     features = [
-        {"feature": f, "value": _value_json("int" if f == "age" else "str", row[f]),
-         "plaintext": pack_feature(f, row[f], salt, spec.round1_pad).hex()}
+        {
+            "feature": f,
+            "value": _value_json("int" if f == "age" else "str", row[f]),
+            "plaintext": pack_feature(f, row[f], salt, spec.round1_pad).hex(),
+        }
         for f in spec.features
     ]
     rows = [
-        {"kind": 2, "pad": spec.round2_pad, "columns": ["age", "sex"],
-         "values": [_value_json("str", "30-39"), _value_json("redacted", REDACTED)],
-         "plaintext": pack_row(["age", "sex"], ["30-39", REDACTED], salt, spec.round2_pad).hex()},
-        {"kind": KIND_PAIR, "pad": pairs.pad, "columns": ["sex", "race"],
-         "values": [_value_json("str", "Male"), _value_json("float", 2.5)],
-         "plaintext": pack_row(["sex", "race"], ["Male", 2.5], salt, pairs.pad, kind=KIND_PAIR).hex()},
+        {
+            "kind": 2,
+            "pad": spec.round2_pad,
+            "columns": ["age", "sex"],
+            "values": [_value_json("str", "30-39"), _value_json("redacted", REDACTED)],
+            "plaintext": pack_row(["age", "sex"], ["30-39", REDACTED], salt, spec.round2_pad).hex(),
+        },
+        {
+            "kind": KIND_PAIR,
+            "pad": pairs.pad,
+            "columns": ["sex", "race"],
+            "values": [_value_json("str", "Male"), _value_json("float", 2.5)],
+            "plaintext": pack_row(["sex", "race"], ["Male", 2.5], salt, pairs.pad, kind=KIND_PAIR).hex(),
+        },
     ]
+
     # each round's message on the wire: Enc(shuffler, Enc(inner recipient, plaintext)), then a batch
     def double(round_: int, inner: str, plain: bytes) -> str:
         sealed = seal(keys[inner][0].public_key(), plain, info_label(COLLECTION, round_, inner))  # type: ignore[arg-type]
-        return seal(keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler")).hex()
+        return seal(
+            keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler")
+        ).hex()
 
     rounds = [
         {"round": 1, "inner": "curator", "plaintext": features[0]["plaintext"]},
@@ -181,9 +255,17 @@ def build() -> dict[str, Any]:
     for r in ENROL_ROUNDS:
         nonce = fixed(f"nonce|{r}")
         c = Credential(r, nonce, issuer._ev[r].evaluate_known_input(token_input(COLLECTION, r, nonce)))
-        credentials.append({"round": r, "nonce": nonce.hex(), "token_input": token_input(COLLECTION, r, nonce).hex(),
-                            "output": c.output.hex(), "text": c.to_text(), "id": c.id.hex()})
-    client, blinded = ristretto.Client.blind(token_input(COLLECTION, 1, fixed("nonce|1")))
+        credentials.append(
+            {
+                "round": r,
+                "nonce": nonce.hex(),
+                "token_input": token_input(COLLECTION, r, nonce).hex(),
+                "output": c.output.hex(),
+                "text": c.to_text(),
+                "id": c.id.hex(),
+            }
+        )
+    _client, blinded = ristretto.Client.blind(token_input(COLLECTION, 1, fixed("nonce|1")))
     answer = issuer.evaluate([[_b64(blinded.serialize())]])["1"]
     return {
         "version": 1,
@@ -194,19 +276,42 @@ def build() -> dict[str, Any]:
         "jcs": [{"input": c, "canonical": canonical_json(c).decode()} for c in JCS_CASES],
         "values": [{**_value_json(kind, v), "encoded": encode_value(v)} for kind, v in VALUE_CASES],
         "keys": {
-            role: {"hpke_secret": k.to_bytes().hex(), "hpke_public": pub[role],
-                   "ed25519_seed": s.private_bytes_raw().hex(), "verify_key": verify[role]}
+            role: {
+                "hpke_secret": k.to_bytes().hex(),
+                "hpke_public": pub[role],
+                "ed25519_seed": s.private_bytes_raw().hex(),
+                "verify_key": verify[role],
+            }
             for role, (k, s) in keys.items()
         },
-        "documents": [{"signed": d, "canonical": canonical_json({k: d[k] for k in ("kind", "signer", "document")}).decode()}
-                      for d in documents],
-        "wire": {"salt": salt.hex(), "round1_pad": spec.round1_pad, "features": features, "rows": rows,
-                 "batch": {"messages": [m.hex() for m in batch], "frame": pack_batch(batch).hex()}},
+        "documents": [
+            {
+                "signed": d,
+                "canonical": canonical_json({k: d[k] for k in ("kind", "signer", "document")}).decode(),
+            }
+            for d in documents
+        ],
+        "wire": {
+            "salt": salt.hex(),
+            "round1_pad": spec.round1_pad,
+            "features": features,
+            "rows": rows,
+            "batch": {"messages": [m.hex() for m in batch], "frame": pack_batch(batch).hex()},
+        },
         "rounds": rounds,
         "voprf": {
-            "suite": "ristretto255-SHA512", "mode": "VOPRF", "seed": seed.hex(), "collection": COLLECTION,
-            "keys": [{"round": r, "info": (_KEY_INFO + f"{COLLECTION}|round={r}".encode()).decode(),
-                      "public_key": issuer.public_keys[str(r)]} for r in ENROL_ROUNDS],
+            "suite": "ristretto255-SHA512",
+            "mode": "VOPRF",
+            "seed": seed.hex(),
+            "collection": COLLECTION,
+            "keys": [
+                {
+                    "round": r,
+                    "info": (_KEY_INFO + f"{COLLECTION}|round={r}".encode()).decode(),
+                    "public_key": issuer.public_keys[str(r)],
+                }
+                for r in ENROL_ROUNDS
+            ],
             "credentials": credentials,
             "evaluation": {"round": 1, "blinded": _b64(blinded.serialize()), "answer": answer},
         },
