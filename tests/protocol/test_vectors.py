@@ -111,6 +111,11 @@ def test_signed_documents_verify_and_a_changed_byte_does_not(vec: dict[str, Any]
         with pytest.raises(MalformedMessageError):
             verify_document(altered, keys[signed["signer"]], kind=signed["kind"], signer=signed["signer"])
     assert kinds == ["keys", "keys", "keys", "spec", "enrolment", "plan", "pairs"]
+    # JCS numbers, by hand: Python's json would write 1.0, 1e-07 and 0.0
+    spec_text, plan_text = vec["documents"][3]["canonical"], vec["documents"][5]["canonical"]
+    assert '"max_budget":1,' in spec_text
+    assert '"pair_bound":1e-7,' in plan_text
+    assert '"pair_measured":0,' in plan_text
 
 
 def test_wire_frames_decode(vec: dict[str, Any]) -> None:

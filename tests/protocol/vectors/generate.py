@@ -143,7 +143,7 @@ def build() -> dict[str, Any]:
         features=("age", "sex", "race"),
         round1_pad=64,
         round2_pad=128,
-        max_budget=0.1,
+        max_budget=1.0,  # a whole float: JCS writes 1, Python's json 1.0
         keys=dict(pub),
     )
     plan = PublishedPlan(
@@ -155,6 +155,9 @@ def build() -> dict[str, Any]:
         method="best",
         excluded={"race": "above the budget"},
         n_round1=40,
+        rounds=("singles", "pairs", "release"),
+        pair_bound=1e-07,  # JCS writes 1e-7, Python's json 1e-07
+        pair_measured=0.0,
         redactions=(Redaction(feature="sex", value_key=encode_value("Other"), probability=0.25),),
         recodings={
             "age": {encode_value(a): encode_value(f"{a // 10 * 10}-{a // 10 * 10 + 9}") for a in (38, 39, 52)}
