@@ -176,3 +176,49 @@ def test_voprf_keys_credentials_and_the_batch_answer(vec: dict[str, Any]) -> Non
     answer = _unb64(v["evaluation"]["answer"], "answer")
     assert len(answer) == 64 + 32  # the DLEQ proof (c, s), then the one evaluated element
     assert len(base64.urlsafe_b64decode(v["evaluation"]["blinded"] + "=")) == 32
+
+
+NODE_SEAL = """
+import { readFileSync } from "node:fs";
+const sdk = await import(process.argv[2]);
+const vec = JSON.parse(readFileSync(process.argv[3], "utf8"));
+const out = [];
+for (const r of vec.rounds) {
+  const inner = await sdk.seal(sdk.PublicKey.fromText(vec.keys[r.inner].hpke_public), sdk.fromHex(r.plaintext),
+                               new TextEncoder().encode(r.info_inner));
+  const outer = await sdk.seal(sdk.PublicKey.fromText(vec.keys.shuffler.hpke_public), inner,
+                               new TextEncoder().encode(r.info_outer));
+  out.push(sdk.toHex(outer));
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_messages_sealed_by_the_sdk_open_in_python(vec: dict[str, Any], tmp_path: Path) -> None:
+    """The other direction of the HPKE vectors: the TypeScript SDK seals each round's plaintext
+    (in Node.js), the production code opens it (the browser test does the same over HTTP)."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    bundle = Path(__file__).resolve().parents[2] / "clients" / "js" / "dist" / "sdckit-device.mjs"
+    if node is None or not bundle.exists():
+        pytest.skip("needs node and the built SDK (`make test`, or `npm ci && npm run build` in clients/js)")
+    script = tmp_path / "seal.mjs"
+    script.write_text(NODE_SEAL)
+    run = subprocess.run(
+        [node, str(script), bundle.as_uri(), str(VECTORS / "protocol-v1.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    sealed = json.loads(run.stdout)
+    keys = {
+        role: PrivateKey.from_bytes("x25519", bytes.fromhex(k["hpke_secret"]))
+        for role, k in vec["keys"].items()
+    }
+    for r, ct in zip(vec["rounds"], sealed, strict=True):
+        inner = open_sealed(keys["shuffler"], bytes.fromhex(ct), r["info_outer"].encode())
+        assert open_sealed(keys[r["inner"]], inner, r["info_inner"].encode()).hex() == r["plaintext"]
+        assert ct != r["sealed"]  # randomised: a fresh ephemeral key per seal
