@@ -222,3 +222,14 @@ def test_messages_sealed_by_the_sdk_open_in_python(vec: dict[str, Any], tmp_path
         inner = open_sealed(keys["shuffler"], bytes.fromhex(ct), r["info_outer"].encode())
         assert open_sealed(keys[r["inner"]], inner, r["info_inner"].encode()).hex() == r["plaintext"]
         assert ct != r["sealed"]  # randomised: a fresh ephemeral key per seal
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 2**53, {1: "a non-text key"}, "\ud800"])
+def test_a_document_jcs_cannot_represent_is_refused_when_signed(bad: Any) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    from sdckit.errors import ParameterError
+    from sdckit.protocol._signing import sign_document
+
+    with pytest.raises(ParameterError, match="cannot be signed"):
+        sign_document(ed25519.Ed25519PrivateKey.generate(), "plan", "curator", {"x": bad})

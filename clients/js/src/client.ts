@@ -194,8 +194,8 @@ export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
 export function generalise(plan: PublishedPlan, column: string, value: Value): Value {
   const mapping = plan.recodings[column];
   if (mapping === undefined || value === REDACTED) return value;
-  const label = mapping[encodeValue(value)];
-  return label === undefined ? REDACTED : decodeValue(label);
+  const key = encodeValue(value);
+  return Object.hasOwn(mapping, key) ? decodeValue(mapping[key]!) : REDACTED;
 }
 
 /** A user's device, talking to the shuffler only (see the module comment). */
@@ -422,7 +422,7 @@ export class Client {
         const set = (redact[c] ??= new Set());
         for (const key of q.redact?.[c] ?? []) set.add(key);
         const own = encodeValue(row[c]!);
-        if (!(own in (queries.evidence[c] ?? {}))) set.add(own);
+        if (!Object.hasOwn(queries.evidence[c] ?? {}, own)) set.add(own);
       }
     }
     const out: Uint8Array[] = [];
