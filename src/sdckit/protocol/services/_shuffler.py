@@ -692,9 +692,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 },
             )
         if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
-            await run_in_threadpool(
-                pinned_plan, reg, collection
-            )  # cheap checks: junk never reaches the curator)
+            await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: junk never reaches the curator)
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
