@@ -1,7 +1,9 @@
 # The two commands a new machine needs: `make demo` (the main job) and `make test` (the suite).
 # Both create the virtual environment in .venv on first use; only the package registries are used.
 # `make demo` installs sdckit with its core dependencies only (the report needs nothing else);
-# `make test` adds the test extras (protocol services, frames, formats, pytest, playwright, ruff, mypy).
+# `make test` adds the test extras (protocol services, frames, formats, pytest, playwright, ruff, mypy),
+# and first runs the TypeScript device SDK's tests (clients/js: `npm ci` once, then `npm test`, which
+# also builds the browser bundle the Chromium test loads); without npm they are skipped, saying so.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,7 +12,9 @@ STAMP := $(VENV)/.sdckit-test
 OUT ?= out
 JOBS ?= 2
 
-.PHONY: demo test lint bench install clean
+JS := clients/js
+
+.PHONY: demo test js-test lint bench install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +33,15 @@ install: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/sdckit run examples/pipelines/adult.yaml   # writes out/adult-protected.parquet and out/adult-report.html
 
-test: $(STAMP)
+test: $(STAMP) js-test
 	$(PY) -m pytest -n $(JOBS) -q
+
+js-test:
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "make test: npm not found: skipping the TypeScript SDK's tests (clients/js; install Node.js >= 20 and npm)"; \
+	else \
+	  cd $(JS) && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm test; \
+	fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks examples
@@ -40,4 +51,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache $(JS)/node_modules $(JS)/dist $(JS)/build

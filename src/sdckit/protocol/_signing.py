@@ -7,7 +7,10 @@ implements a primitive. A signed document is the JSON object::
     {"kind": "keys" | "spec" | "plan" | "enrolment", "signer": "<role>", "document": {...},
      "signature": "<base64url of Ed25519 over the canonical JSON of {kind, signer, document}>"}
 
-Canonical JSON: sorted keys, no spaces, UTF-8, no NaN. A device pins the owners' verification keys
+Canonical JSON is RFC 8785 (JCS, the ``rfc8785`` package): keys sorted by UTF-16 code units, no
+spaces, UTF-8, numbers formatted as ECMAScript does (``1.0`` is ``1``, ``1e21`` is ``1e+21``), no
+NaN, integers within +-(2^53 - 1); any JCS implementation (the TypeScript SDK uses
+``canonicalize``) reproduces the signed bytes. A device pins the owners' verification keys
 (``ed25519:<base64url>``) out of band; a relay that changes one byte is caught by
 :func:`verify_document`.
 """
@@ -15,23 +18,26 @@ Canonical JSON: sorted keys, no spaces, UTF-8, no NaN. A device pins the owners'
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from typing import Any
 
+import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from sdckit.errors import MalformedMessageError
+from sdckit.errors import MalformedMessageError, ParameterError
 
 _PREFIX = "ed25519:"
 
 
+def canonical_json(obj: Any) -> bytes:
+    """RFC 8785 (JCS) bytes of ``obj``; :class:`ValueError` (``rfc8785.CanonicalizationError``) for
+    what JCS cannot represent (NaN, an integer beyond 2^53 - 1, a non-text key, a lone surrogate)."""
+    return rfc8785.dumps(obj)
+
+
 def _canonical(kind: str, signer: str, document: Mapping[str, Any]) -> bytes:
-    obj = {"kind": kind, "signer": signer, "document": document}
-    return json.dumps(
-        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode()
+    return canonical_json({"kind": kind, "signer": signer, "document": dict(document)})
 
 
 def verify_key_to_text(key: ed25519.Ed25519PublicKey) -> str:
@@ -52,8 +58,16 @@ def verify_key_from_text(text: str) -> ed25519.Ed25519PublicKey:
 def sign_document(
     key: ed25519.Ed25519PrivateKey, kind: str, signer: str, document: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The signed form of ``document`` (see the module docstring)."""
-    sig = key.sign(_canonical(kind, signer, document))
+    """The signed form of ``document`` (see the module docstring); :class:`ParameterError` for a
+    document JCS cannot represent."""
+    try:
+        text = _canonical(kind, signer, document)
+    except rfc8785.CanonicalizationError as err:
+        raise ParameterError(
+            f"the {kind} document cannot be signed: {err} (JSON numbers must be finite, integers "
+            "within +-(2^53 - 1), keys text)"
+        ) from None
+    sig = key.sign(text)
     return {
         "kind": kind,
         "signer": signer,
@@ -73,7 +87,7 @@ def verify_document(signed: Any, key: ed25519.Ed25519PublicKey, *, kind: str, si
     try:
         sig = base64.urlsafe_b64decode(str(signed.get("signature", "")))
         key.verify(sig, _canonical(kind, signer, doc))
-    except (ValueError, InvalidSignature, TypeError):
+    except (ValueError, InvalidSignature, TypeError):  # ValueError includes CanonicalizationError
         raise MalformedMessageError(
             f"the {kind} document does not carry the {signer}'s signature: altered on the way, or "
             "signed by another key (check the pinned verification key)"

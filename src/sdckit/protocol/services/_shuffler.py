@@ -34,7 +34,7 @@ from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._planning import verify_pairs, verify_plan
-from sdckit.protocol._signing import sign_document, verify_document, verify_key_from_text
+from sdckit.protocol._signing import canonical_json, sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
@@ -388,10 +388,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         return {"enrolment": reg.policy, **({"plan_sha256": reg.plan_hash} if reg.plan_hash else {})}
 
     def document_hash(doc: dict[str, Any]) -> str:
-        import json
-
-        text = json.dumps(doc.get("document"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(text.encode()).hexdigest()
+        # the signed document's JCS bytes (RFC 8785), as signed
+        return hashlib.sha256(canonical_json(doc.get("document"))).hexdigest()
 
     for cid, (signed, policy, remaining) in store.collections().items():
         # an operator who lowered pool_ttl_seconds lowers it for the registered collections too

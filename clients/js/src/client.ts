@@ -1,0 +1,471 @@
+/**
+ * A user's device over HTTP (the Python ``sdckit.protocol.Client``). It talks to the shuffler
+ * only: the curator's and analyst's keys, the spec, the pair queries and the plan come relayed by
+ * the shuffler and signed by their owners, whose Ed25519 verification keys the device pins.
+ */
+
+import { randomBytes } from "./bytes.js";
+import { Credential, ENROL_ROUNDS, Enrolment } from "./enrol.js";
+import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError } from "./errors.js";
+import { PublicKey, type Recipient, infoLabel, seal } from "./hpke.js";
+import { type Json, type JsonObject, verifyDocument, verifyKeyFromText } from "./signing.js";
+import { REDACTED, type Value, decodeValue, encodeValue } from "./values.js";
+import { KIND_PAIR, SALT_LENGTH, packBatch, packFeature, packRow } from "./wire.js";
+
+export const PAIR_ROUND = 3;
+export const BATCH_MEDIA = "application/octet-stream";
+export const CREDENTIAL_HEADER = "sdckit-credential";
+/** Answers worth retrying: overload, a server error, a proxy's gateway errors. */
+export const RETRY_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
+const REDACTED_KEY = encodeValue(REDACTED);
+
+export interface CollectionSpec {
+  id: string;
+  features: string[];
+  suite: string;
+  round1_pad: number;
+  round2_pad: number;
+  setting: string;
+  min_k: number;
+  max_budget: number;
+  bound_method: string;
+  keys: Record<string, string>;
+}
+
+export interface Redaction {
+  feature: string;
+  value_key: string;
+  probability: number;
+}
+
+export interface PublishedPlan {
+  collection: string;
+  columns: string[];
+  k: number;
+  budget: number;
+  bound: number;
+  setting: string;
+  redactions: Redaction[];
+  recodings: Record<string, Record<string, string>>;
+  [more: string]: unknown;
+}
+
+export interface PairQuery {
+  columns: [string, string];
+  redact: Record<string, string[]>;
+  bound: number;
+}
+
+export interface PairQueries {
+  collection: string;
+  k: number;
+  queries: PairQuery[];
+  bound: number;
+  budget: number;
+  pad: number;
+  evidence: Record<string, Record<string, number>>;
+}
+
+export type Row = Record<string, Value>;
+
+export interface ClientOptions {
+  /** Base URL of the shuffler. */
+  shufflerUrl: string;
+  /** The collection id. */
+  collection: string;
+  /** The curator's Ed25519 verification key (``ed25519:...``), pinned out of band. */
+  curatorVerifyKey: string;
+  /** The analyst's verification key (round 2 only). */
+  analystVerifyKey?: string;
+  /** A one-time invite, for a collection that admits enrolled users. */
+  invite?: string;
+  /** Milliseconds per HTTP request (default 30 s). */
+  timeoutMs?: number;
+  /** Milliseconds during which a connection error or a 429/5xx answer is retried (default 60 s). */
+  retryWindowMs?: number;
+  /** The ``fetch`` to use (default the platform's). */
+  fetch?: typeof fetch;
+}
+
+/** Full-jitter exponential back-off in ms: uniform in [0, min(cap, base 2^attempt)]. */
+export function backoffMs(attempt: number, base = 100, cap = 4000): number {
+  const r = new Uint32Array(1);
+  globalThis.crypto.getRandomValues(r);
+  return (r[0]! / 2 ** 32) * Math.min(cap, base * 2 ** attempt);
+}
+
+/** True with probability ``p``: 53 random bits from the CSPRNG, P(u < p 2^53) = p up to 2^-53. */
+export function coin(p: number): boolean {
+  if (p <= 0) return false;
+  if (p >= 1) return true;
+  const b = randomBytes(7);
+  let u = b[0]! & 0x1f; // 5 + 48 = 53 bits
+  for (let i = 1; i < 7; i++) u = u * 256 + b[i]!;
+  return u < p * 2 ** 53;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const isObject = (x: unknown): x is JsonObject => typeof x === "object" && x !== null && !Array.isArray(x);
+const isInt = (x: unknown): x is number => typeof x === "number" && Number.isInteger(x);
+const isShare = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x) && x >= 0 && x <= 1;
+
+function parseSpec(doc: JsonObject): CollectionSpec {
+  const d = doc as unknown as CollectionSpec;
+  const ok =
+    typeof d.id === "string" &&
+    Array.isArray(d.features) &&
+    d.features.every((f) => typeof f === "string") &&
+    isInt(d.round1_pad) &&
+    isInt(d.round2_pad) &&
+    isInt(d.min_k) &&
+    d.min_k >= 2 &&
+    isShare(d.max_budget) &&
+    isObject(d.keys ?? {});
+  if (!ok) throw new MalformedMessageError("the relayed spec is not a collection spec");
+  return { ...d, suite: d.suite ?? "x25519", setting: d.setting ?? "fixed", bound_method: d.bound_method ?? "best", keys: { ...(d.keys ?? {}) } };
+}
+
+function refuse(what: string, collection: string, why: string): never {
+  throw new PlanRefusedError(`the ${what} of ${JSON.stringify(collection)} is refused: ${why}; nothing is sent for it`);
+}
+
+/** The floors every device checks (the Python ``_floors``): collection, k, budget and bound. */
+function floors(what: string, spec: CollectionSpec, collection: string, k: number, budget: number, bound: number): void {
+  if (collection !== spec.id) refuse(what, spec.id, `it is for collection ${JSON.stringify(collection)}`);
+  if (!isInt(k) || k < spec.min_k) refuse(what, collection, `k = ${k} is below the collection's floor min_k = ${spec.min_k}`);
+  if (!isShare(budget) || budget > spec.max_budget + 1e-12) {
+    refuse(what, collection, `budget ${budget} is above the collection's ceiling max_budget = ${spec.max_budget}`);
+  }
+  if (!isShare(bound) || bound > budget + 1e-12) refuse(what, collection, `its bound ${bound} is above its budget ${budget}`);
+}
+
+/**
+ * Check a plan as far as the SDK does: the fields parse, and its collection, setting, k, budget
+ * and bound meet the spec's pinned floors. The shuffler also recomputes the plan's bound from
+ * the counts published with it (``verify_plan``) before it relays the plan; the SDK does not
+ * repeat that computation (docs/protocol.md, "A browser or app device").
+ */
+export function checkPlan(doc: JsonObject, spec: CollectionSpec): PublishedPlan {
+  const p = { redactions: [], recodings: {}, setting: "fixed", ...doc } as unknown as PublishedPlan;
+  const ok =
+    typeof p.collection === "string" &&
+    Array.isArray(p.columns) &&
+    p.columns.every((c) => typeof c === "string") &&
+    new Set(p.columns).size === p.columns.length &&
+    Array.isArray(p.redactions) &&
+    p.redactions.every((r) => typeof r.feature === "string" && typeof r.value_key === "string" && isShare(r.probability)) &&
+    isObject(p.recodings) &&
+    Object.entries(p.recodings).every(
+      ([c, m]) => p.columns.includes(c) && isObject(m) && Object.values(m).every((v) => typeof v === "string"),
+    );
+  if (!ok) throw new MalformedMessageError("not a published plan");
+  floors("plan", spec, p.collection, p.k, p.budget, p.bound);
+  if (p.setting !== spec.setting) refuse("plan", spec.id, `its setting ${p.setting} is not the collection's ${spec.setting}`);
+  return p;
+}
+
+/** Check pair queries: the fields parse, the floors hold, and no published value is held by fewer than k users. */
+export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
+  const q = { evidence: {}, ...doc } as unknown as PairQueries;
+  const ok =
+    typeof q.collection === "string" &&
+    isInt(q.pad) &&
+    Array.isArray(q.queries) &&
+    q.queries.every(
+      (x) =>
+        Array.isArray(x.columns) &&
+        x.columns.length === 2 &&
+        x.columns[0] !== x.columns[1] &&
+        x.columns.every((c) => typeof c === "string") &&
+        isObject(x.redact ?? {}),
+    ) &&
+    isObject(q.evidence);
+  if (!ok) throw new MalformedMessageError("not published pair queries");
+  floors("pair queries", spec, q.collection, q.k, q.budget, q.bound);
+  for (const [c, counts] of Object.entries(q.evidence)) {
+    if (Object.entries(counts).some(([key, n]) => key !== REDACTED_KEY && n < q.k)) {
+      refuse("pair queries", spec.id, `column ${JSON.stringify(c)} publishes a value held by fewer than k = ${q.k} users`);
+    }
+  }
+  return q;
+}
+
+/** The value a user sends for ``column`` under ``plan``'s recoding (REDACTED outside the mapping). */
+export function generalise(plan: PublishedPlan, column: string, value: Value): Value {
+  const mapping = plan.recodings[column];
+  if (mapping === undefined || value === REDACTED) return value;
+  const key = encodeValue(value);
+  return Object.hasOwn(mapping, key) ? decodeValue(mapping[key]!) : REDACTED;
+}
+
+/** A user's device, talking to the shuffler only (see the module comment). */
+export class Client {
+  readonly shufflerUrl: string;
+  readonly collection: string;
+  credentials: Record<number, Credential> = {};
+  private readonly owners: Record<string, Uint8Array> = {};
+  private readonly opts: ClientOptions;
+  private readonly fetchImpl: typeof fetch;
+  private collectionCache?: Promise<{ spec: CollectionSpec; terms: JsonObject }>;
+  private keyCache: Partial<Record<Recipient, Promise<PublicKey>>> = {};
+
+  constructor(opts: ClientOptions) {
+    this.opts = opts;
+    this.shufflerUrl = opts.shufflerUrl.replace(/\/+$/, "");
+    this.collection = opts.collection;
+    this.owners["curator"] = verifyKeyFromText(opts.curatorVerifyKey);
+    if (opts.analystVerifyKey) this.owners["analyst"] = verifyKeyFromText(opts.analystVerifyKey);
+    this.fetchImpl = opts.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /**
+   * One request, retried with full-jitter back-off on a connection error, a timeout or a
+   * 429/500/502/503/504 answer until ``retryWindowMs`` has passed; the same body every time (a
+   * retried submission is recognised by the shuffler and counted once).
+   */
+  async request(method: string, path: string, init: { body?: Uint8Array | string; headers?: Record<string, string> } = {}): Promise<Response> {
+    const url = `${this.shufflerUrl}${path}`;
+    const deadline = Date.now() + (this.opts.retryWindowMs ?? 60_000);
+    for (let attempt = 0; ; attempt++) {
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), this.opts.timeoutMs ?? 30_000);
+      try {
+        const r = await this.fetchImpl(url, {
+          method,
+          headers: init.headers,
+          body: init.body as BodyInit | undefined,
+          signal: abort.signal,
+        });
+        if (!RETRY_STATUS.has(r.status) || Date.now() >= deadline) return r;
+        await r.body?.cancel();
+      } catch (err) {
+        if (err instanceof Error && err.name !== "TypeError" && err.name !== "AbortError") throw err;
+        if (Date.now() >= deadline) {
+          throw new ProtocolError(`cannot reach ${url} within the retry window (${attempt + 1} attempts)`);
+        }
+      } finally {
+        clearTimeout(timer);
+      }
+      await sleep(Math.min(backoffMs(attempt), Math.max(0, deadline - Date.now()) + 10));
+    }
+  }
+
+  private static async fail(r: Response, what: string): Promise<never> {
+    let detail = await r.text();
+    try {
+      const body = JSON.parse(detail) as { detail?: unknown };
+      if (body && body.detail !== undefined) detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    } catch {
+      /* not JSON: the text as it is */
+    }
+    if (r.status === 400) throw new MalformedMessageError(`${what}: ${detail}`);
+    throw new ProtocolError(`${what}: HTTP ${r.status}: ${detail}`, r.status);
+  }
+
+  private async getJson(path: string, what: string): Promise<Json> {
+    const r = await this.request("GET", path);
+    if (!r.ok) await Client.fail(r, what);
+    return (await r.json()) as Json;
+  }
+
+  private async ownerDoc(path: string, kind: string, role: string): Promise<JsonObject | null> {
+    const r = await this.request("GET", path);
+    const what = `${kind} of ${JSON.stringify(this.collection)}`;
+    if ((kind === "plan" || kind === "pairs") && r.status === 404) return null; // not published yet
+    if ((kind === "plan" || kind === "pairs") && r.status === 409) {
+      const text = await r.text();
+      let detail = text;
+      try {
+        detail = String((JSON.parse(text) as { detail?: unknown }).detail ?? text);
+      } catch {
+        /* the text */
+      }
+      throw new PlanRefusedError(`${what}: ${detail}`, 409);
+    }
+    if (!r.ok) await Client.fail(r, what);
+    const key = this.owners[role];
+    if (key === undefined) throw new ParameterError(`give ${role}VerifyKey to check the ${role}'s ${kind}`);
+    return verifyDocument(await r.json(), key, kind, role);
+  }
+
+  private loadCollection(): Promise<{ spec: CollectionSpec; terms: JsonObject }> {
+    this.collectionCache ??= (async () => {
+      const body = await this.getJson(`/v1/collections/${encodeURIComponent(this.collection)}`, `collection ${JSON.stringify(this.collection)}`);
+      if (!isObject(body)) throw new MalformedMessageError("the collection answer is not a JSON object");
+      const spec = parseSpec(verifyDocument(body["spec"], this.owners["curator"]!, "spec", "curator"));
+      if (spec.id !== this.collection) throw new MalformedMessageError(`the relayed spec is for ${JSON.stringify(spec.id)}`);
+      if (spec.suite !== "x25519") PublicKey.fromText(`${spec.suite}:`); // refuses the hybrid suite, saying why
+      const enrolment = body["enrolment"];
+      const terms = isObject(enrolment) && isObject(enrolment["document"]) ? enrolment["document"] : {};
+      return { spec, terms };
+    })();
+    this.collectionCache.catch(() => (this.collectionCache = undefined)); // a failure is not cached
+    return this.collectionCache;
+  }
+
+  /** The collection's spec (signed by the curator, relayed by the shuffler). */
+  async spec(): Promise<CollectionSpec> {
+    return (await this.loadCollection()).spec;
+  }
+
+  /**
+   * The HPKE public key of ``role``: the key the signed spec pins, checked against the key the
+   * shuffler relays; a relayed key that differs is refused (one key per party and collection).
+   */
+  publicKey(role: Recipient): Promise<PublicKey> {
+    const cached = this.keyCache[role];
+    if (cached) return cached;
+    const p = (async () => {
+      let relayed: string;
+      if (role === "shuffler") {
+        const body = await this.getJson("/v1/keys", "keys of the shuffler");
+        relayed = String(((body as JsonObject)["document"] as JsonObject)["public_key"]);
+      } else {
+        const doc = (await this.ownerDoc(`/v1/keys/${role}`, "keys", role))!;
+        if (doc["role"] !== role) throw new MalformedMessageError(`the relayed keys are the ${String(doc["role"])}'s, not the ${role}'s`);
+        relayed = String(doc["public_key"]);
+      }
+      const pinned = (await this.spec()).keys[role];
+      if (pinned !== undefined && relayed !== pinned) {
+        throw new ProtocolError(
+          `the ${role}'s key relayed for ${JSON.stringify(this.collection)} is not the one its signed spec pins: refused (a key per device would let a party tell devices apart); nothing is sent`,
+        );
+      }
+      return PublicKey.fromText(pinned ?? relayed);
+    })();
+    this.keyCache[role] = p;
+    p.catch(() => delete this.keyCache[role]);
+    return p;
+  }
+
+  /** The published plan (signed by the curator), checked (:func:`checkPlan`), or null while undecided. */
+  async plan(): Promise<PublishedPlan | null> {
+    const doc = await this.ownerDoc(`/v1/collections/${encodeURIComponent(this.collection)}/plan`, "plan", "curator");
+    return doc === null ? null : checkPlan(doc, await this.spec());
+  }
+
+  /** The published pair queries (signed by the curator), checked (:func:`checkPairs`), or null. */
+  async pairs(): Promise<PairQueries | null> {
+    const doc = await this.ownerDoc(`/v1/collections/${encodeURIComponent(this.collection)}/pairs`, "pairs", "curator");
+    return doc === null ? null : checkPairs(doc, await this.spec());
+  }
+
+  /** Trade the one-time invite for anonymous credentials of rounds 1, 2 and the pair round. */
+  async enrol(invite?: string): Promise<Record<number, Credential>> {
+    const code = invite ?? this.opts.invite;
+    if (!code) throw new ParameterError(`collection ${JSON.stringify(this.collection)} admits enrolled users: give invite`);
+    const { terms } = await this.loadCollection();
+    const keys = terms["issuer_keys"];
+    if (!isObject(keys)) {
+      throw new MalformedMessageError(`the shuffler's enrolment terms for ${JSON.stringify(this.collection)} carry no issuer keys per round`);
+    }
+    const pending = await Enrolment.start(this.collection, keys as Record<string, string>, ENROL_ROUNDS);
+    const r = await this.request("POST", `/v1/collections/${encodeURIComponent(this.collection)}/enrol`, {
+      body: JSON.stringify({ users: [{ invite: code, blinded: pending.blinded }] }),
+      headers: { "content-type": "application/json" },
+    });
+    if (!r.ok) await Client.fail(r, "enrolment");
+    const answer = (await r.json()) as { evaluated?: Record<string, unknown> };
+    this.credentials = await pending.finish(answer.evaluated ?? {});
+    return this.credentials;
+  }
+
+  /** Post sealed messages for ``round`` (with the device's credential when the collection admits enrolled users). */
+  async submit(round: number, messages: Uint8Array[], credentials?: Credential[]): Promise<Record<string, unknown>> {
+    let creds = credentials;
+    if (creds === undefined) {
+      creds = [];
+      if ((await this.loadCollection()).terms["enrolment"] === "tokens") {
+        if (this.credentials[round] === undefined) await this.enrol();
+        creds = [this.credentials[round]!];
+      }
+    }
+    const headers: Record<string, string> = { "content-type": BATCH_MEDIA };
+    if (creds.length) headers[CREDENTIAL_HEADER] = creds.map((c) => c.toText()).join(",");
+    const r = await this.request("POST", `/v1/collections/${encodeURIComponent(this.collection)}/rounds/${round}/messages`, {
+      body: packBatch(messages),
+      headers,
+    });
+    if (!r.ok) await Client.fail(r, `round ${round} submission`);
+    return (await r.json()) as Record<string, unknown>;
+  }
+
+  private async doubleSeal(round: number, inner: Recipient, plain: Uint8Array): Promise<Uint8Array> {
+    const [innerKey, shufflerKey] = await Promise.all([this.publicKey(inner), this.publicKey("shuffler")]);
+    const sealed = await seal(innerKey, plain, infoLabel(this.collection, round, inner));
+    return seal(shufflerKey, sealed, infoLabel(this.collection, round, "shuffler"));
+  }
+
+  /** Round 1's messages: one doubly sealed message per feature of the collection, in feature order. */
+  async round1(row: Row): Promise<Uint8Array[]> {
+    const spec = await this.spec();
+    const out: Uint8Array[] = [];
+    for (const feature of spec.features) {
+      if (!(feature in row)) throw new ParameterError(`the user's row has no value for feature ${JSON.stringify(feature)}`);
+      const plain = packFeature(feature, row[feature]!, randomBytes(SALT_LENGTH), spec.round1_pad);
+      out.push(await this.doubleSeal(1, "curator", plain));
+    }
+    return out;
+  }
+
+  /** Seal and send round 1. */
+  async sendRound1(row: Row): Promise<Record<string, unknown>> {
+    return this.submit(1, await this.round1(row));
+  }
+
+  /** The pair round's messages (a value the published counts do not list is sent redacted). */
+  async pairMessages(row: Row, queries: PairQueries): Promise<Uint8Array[]> {
+    const redact: Record<string, Set<string>> = {};
+    for (const q of queries.queries) {
+      for (const c of q.columns) {
+        if (!(c in row)) throw new ParameterError(`the user's row has no value for the queried column ${JSON.stringify(c)}`);
+        const set = (redact[c] ??= new Set());
+        for (const key of q.redact?.[c] ?? []) set.add(key);
+        const own = encodeValue(row[c]!);
+        if (!Object.hasOwn(queries.evidence[c] ?? {}, own)) set.add(own);
+      }
+    }
+    const out: Uint8Array[] = [];
+    for (const q of queries.queries) {
+      const values = q.columns.map((c) => (redact[c]!.has(encodeValue(row[c]!)) ? REDACTED : row[c]!));
+      const plain = packRow(q.columns, values, randomBytes(SALT_LENGTH), queries.pad, KIND_PAIR);
+      out.push(await this.doubleSeal(PAIR_ROUND, "curator", plain));
+    }
+    return out;
+  }
+
+  /** Seal and send the pair round (fetches the signed queries when not given). */
+  async sendPairs(row: Row, queries?: PairQueries): Promise<Record<string, unknown>> {
+    const q = queries ?? (await this.pairs());
+    if (q === null) throw new ProtocolError(`the curator of ${JSON.stringify(this.collection)} published no pair queries`);
+    checkPairs(q as unknown as JsonObject, await this.spec());
+    return this.submit(PAIR_ROUND, await this.pairMessages(row, q));
+  }
+
+  /** The one round-2 message: the planned columns, recoded and redacted as the plan says. */
+  async round2(row: Row, plan: PublishedPlan): Promise<Uint8Array> {
+    const spec = await this.spec();
+    if (this.owners["analyst"] === undefined) throw new ParameterError("round 2 needs the analyst's verification key: give analystVerifyKey");
+    const values: Record<string, Value> = {};
+    for (const c of plan.columns) {
+      if (!(c in row)) throw new ParameterError(`the user's row has no value for the planned column ${JSON.stringify(c)}`);
+      values[c] = generalise(plan, c, row[c]!);
+    }
+    for (const rule of plan.redactions) {
+      if (!(rule.feature in values) || values[rule.feature] === REDACTED) continue;
+      if (encodeValue(values[rule.feature]!) === rule.value_key || coin(rule.probability)) values[rule.feature] = REDACTED;
+    }
+    const plain = packRow(plan.columns, plan.columns.map((c) => values[c]!), randomBytes(SALT_LENGTH), spec.round2_pad);
+    return this.doubleSeal(2, "analyst", plain);
+  }
+
+  /** Seal and send round 2 (fetches the plan when not given; nothing is sent for a refused plan). */
+  async sendRound2(row: Row, plan?: PublishedPlan | null): Promise<Record<string, unknown>> {
+    const p = plan ?? (await this.plan());
+    if (p === null) throw new ProtocolError(`no plan is published yet for ${JSON.stringify(this.collection)}; wait for the curator`);
+    checkPlan(p as unknown as JsonObject, await this.spec());
+    return this.submit(2, [await this.round2(row, p)]);
+  }
+}
+
+export { Credential };
