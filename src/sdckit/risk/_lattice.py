@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit.errors import InfeasibleError, ParameterError
+from sdckit.risk._counting import size_histogram
 from sdckit.risk._marginals import Marginals
 
 LossMeasure = Literal["entropy", "precision"]
@@ -253,24 +254,11 @@ class LazyExposure:
         return expr.alias(f"__sdckit_code{j}")
 
     def __call__(self, node: tuple[int, ...]) -> float:
-        import narwhals as nw
-
-        from sdckit._scale import collect_small
-
         varied = [j for j, lvl in enumerate(node) if int(self.maps[j][lvl].max(initial=0)) > 0]
         if not varied:  # every column recoded to one label: one group of n
             return float(self.n < self.k)
-        # size_histogram's two group_bys, collected through the counted door (driver_rows)
-        by_size = collect_small(
-            self.frame.select(*[self._code(j, node[j]) for j in varied])
-            .group_by(*[f"__sdckit_code{j}" for j in varied])
-            .agg(nw.len().alias("__size"))
-            .group_by("__size")
-            .agg(nw.len().alias("__groups")),
-            what="the group-size histogram of a recoding",
-        )
-        sizes = np.asarray(by_size["__size"].to_numpy(), dtype=np.int64)
-        groups = np.asarray(by_size["__groups"].to_numpy(), dtype=np.int64)
+        coded = self.frame.select(*[self._code(j, node[j]) for j in varied])
+        sizes, groups = size_histogram(coded, [f"__sdckit_code{j}" for j in varied])  # counted (driver_rows)
         small = sizes < self.k
         return float((sizes[small] * groups[small]).sum()) / self.n
 
