@@ -325,7 +325,7 @@ class LocalSuppressor(Anonymizer):
             [int(np.max(column_codes(table[c]), initial=-1)) + 1 for c in names], dtype=np.int64
         )
         weight = _decoy_weight(_ranks(self.importance, names, supports), self.importance is not None)
-        got = suppress_lazy(X, names, k, weight, as_generator(self.random_state))
+        got = suppress_lazy(X, names, k, weight, as_generator(self.random_state), table)
         cells = sum((p.cells for p in got.plans), np.zeros(len(names), dtype=np.int64))
         self.columns_ = tuple(names)
         self.n_features_in_ = len(frame.columns)

@@ -340,8 +340,14 @@ class LazyResult:
     """Of the input's group table."""
 
 
-def suppress_lazy(X: Any, keys: Sequence[str], k: int, weight: NDArray[np.float64], rng: np.random.Generator) -> LazyResult:
-    """Count, choose, apply and verify in passes until no released group is smaller than k (see the module)."""
+def suppress_lazy(
+    X: Any, keys: Sequence[str], k: int, weight: NDArray[np.float64], rng: np.random.Generator,
+    table: nw.DataFrame[Any] | None = None,
+) -> LazyResult:
+    """Count, choose, apply and verify in passes until no released group is smaller than k (see the module).
+
+    ``table``: the input's group table when the caller counted it already (:func:`group_table`).
+    """
     frame = nw.from_native(X)
     if isinstance(frame, nw.DataFrame):
         frame = frame.lazy()
@@ -350,7 +356,8 @@ def suppress_lazy(X: Any, keys: Sequence[str], k: int, weight: NDArray[np.float6
     plans: list[LazyPlan] = []
     fingerprint = ""
     n_rows = 0
-    table = group_table(frame, keys)
+    if table is None:
+        table = group_table(frame, keys)
     for n_pass in range(1, MAX_PASSES + 1):
         if n_pass == 1:
             fingerprint = table_fingerprint(table, keys)
