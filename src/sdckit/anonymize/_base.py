@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import Estimator, is_array_input
 from sdckit._io import DataSource, as_narwhals, check_columns
+from sdckit.anonymize._lazy import lazy_frame
 from sdckit.errors import UnreadableInputError
 
 
@@ -41,6 +42,18 @@ class Anonymizer(Estimator):
         native, was_array = self._read_input(source, reset=reset)
         frame, names = frame_columns(native, columns)
         return frame, names, was_array
+
+    def _lazy_in(
+        self, X: DataSource, columns: Sequence[str] | str | None, *, reset: bool
+    ) -> tuple[nw.LazyFrame[Any], list[str]] | None:
+        """``(frame, names)`` for a lazy frame (polars LazyFrame, DuckDB, Dask, Spark), checked as
+        :meth:`_frame_in` checks an eager one; None for any other input."""
+        lazy = lazy_frame(X)
+        if lazy is None:
+            return None
+        frame, _ = self._read_input(lazy, reset=reset)
+        frame = nw.from_native(frame) if not isinstance(frame, nw.LazyFrame) else frame
+        return frame, check_columns(frame, columns)
 
     def fit_transform(self, X: DataSource, y: None = None) -> Any:
         """``fit(X).transform(X)``."""

@@ -13,6 +13,18 @@ import numpy as np
 from sdckit._io import DataSource
 from sdckit.anonymize._base import Anonymizer, change_counts, native_out, text_values
 from sdckit.anonymize._hierarchy import as_hierarchy
+from sdckit.anonymize._lazy import (
+    aggregate,
+    changed,
+    counted_quantile,
+    distinct_values,
+    dtype_of,
+    holding_missing,
+    lookup,
+    n_distinct,
+    present,
+    value_counts,
+)
 from sdckit.errors import ColumnNotFoundError, InputError, NonNumericColumnError, ParameterError
 
 _RULE_KEYS = {"breaks", "labels", "bins", "method", "mapping", "hierarchy", "level", "closed"}
@@ -140,28 +152,15 @@ class GlobalRecoder(Anonymizer):
                 f"closed={self.closed!r}: use 'left' (intervals [a, b), the default) or 'right' ((a, b], sdcMicro's "
                 "globalRecode)."
             )
+        lazy = self._lazy_in(X, list(self.rules), reset=True)
+        if lazy is not None:
+            return self._fit_lazy(*lazy)
         frame, names, _ = self._frame_in(X, list(self.rules), reset=True)
         learned: dict[str, dict[str, Any]] = {}
         for name in names:
             rule = self.rules[name]
-            if not isinstance(rule, Mapping) or not rule or set(rule) - _RULE_KEYS:
-                bad = sorted(set(rule) - _RULE_KEYS) if isinstance(rule, Mapping) else rule
-                raise ParameterError(
-                    f"column {name!r}: rule {bad!r} is not understood; use breaks, bins (+ method), "
-                    "mapping, or hierarchy + level."
-                )
-            closed = rule.get("closed", self.closed)
-            if closed not in _CLOSED:
-                raise ParameterError(f"column {name!r}: closed={closed!r}; use 'left' or 'right'.")
-            learned[name] = _learn(name, rule, frame[name], closed)
-        # a hierarchy's values not in the fitted data are recoded by the hierarchy, never let through raw
-        self._hierarchies = {
-            name: (as_hierarchy(self.rules[name]["hierarchy"], name), int(learned[name]["level"]))
-            for name in names
-            if "hierarchy" in learned[name]
-        }
-        self.rules_ = learned
-        self.columns_ = tuple(names)
+            learned[name] = _learn(name, rule, _SeriesStats(frame[name]), self._closed_of(name))
+        self._set_rules(learned, names)
         changes: dict[str, dict[str, int]] = {}
         for name in names:
             before = text_values(frame[name])
@@ -171,6 +170,115 @@ class GlobalRecoder(Anonymizer):
                 changes[name]["outside_breaks"] = int(sum(a is None and b is not None for a, b in zip(after, before, strict=True)))
         self.changes_ = changes
         return self
+
+    def _closed_of(self, name: str) -> str:
+        assert self.rules is not None
+        rule = self.rules[name]
+        if not isinstance(rule, Mapping) or not rule or set(rule) - _RULE_KEYS:
+            bad = sorted(set(rule) - _RULE_KEYS) if isinstance(rule, Mapping) else rule
+            raise ParameterError(
+                f"column {name!r}: rule {bad!r} is not understood; use breaks, bins (+ method), "
+                "mapping, or hierarchy + level."
+            )
+        closed = str(rule.get("closed", self.closed))
+        if closed not in _CLOSED:
+            raise ParameterError(f"column {name!r}: closed={closed!r}; use 'left' or 'right'.")
+        return closed
+
+    def _set_rules(self, learned: dict[str, dict[str, Any]], names: list[str]) -> None:
+        assert self.rules is not None
+        # a hierarchy's values not in the fitted data are recoded by the hierarchy, never let through raw
+        self._hierarchies = {
+            name: (as_hierarchy(self.rules[name]["hierarchy"], name), int(learned[name]["level"]))
+            for name in names
+            if "hierarchy" in learned[name]
+        }
+        self.rules_ = learned
+        self.columns_ = tuple(names)
+
+    def _fit_lazy(self, frame: nw.LazyFrame[Any], names: list[str]) -> Self:
+        """Fit on a lazy frame from aggregates (a summary row, value counts where quantiles or a
+        hierarchy need them); ``changes_`` from one more aggregate row."""
+        assert self.rules is not None
+        schema = frame.collect_schema()
+        stats = {name: _LazyStats(frame, name, schema[name]) for name in names}
+        learned = {name: _learn(name, self.rules[name], stats[name], self._closed_of(name)) for name in names}
+        self._set_rules(learned, names)
+        exprs: list[nw.Expr] = []
+        for j, name in enumerate(names):
+            dtype = schema[name]
+            before = present(name, dtype)
+            after, out_dtype = self._expr(frame, name, dtype, stats[name].distinct_cached)
+            comparable = out_dtype.is_numeric() == dtype.is_numeric()
+            exprs += [
+                changed(before, after, comparable).sum().alias(f"__sdckit{j}_changed"),
+                n_distinct(before).alias(f"__sdckit{j}_before"),
+                n_distinct(after).alias(f"__sdckit{j}_after"),
+            ]
+            if learned[name].get("closed") == "right":
+                exprs.append((after.is_null() & ~before.is_null()).cast(nw.Int64).sum().alias(f"__sdckit{j}_outside"))
+        row = aggregate(frame, exprs, what="the cells the recoding changes")
+        self.changes_ = {}
+        for j, name in enumerate(names):
+            self.changes_[name] = {
+                "cells_changed": int(row[f"__sdckit{j}_changed"] or 0),
+                "values_merged": max(0, int(row[f"__sdckit{j}_before"]) - int(row[f"__sdckit{j}_after"])),
+            }
+            if f"__sdckit{j}_outside" in row:
+                self.changes_[name]["outside_breaks"] = int(row[f"__sdckit{j}_outside"] or 0)
+        return self
+
+    def _expr(
+        self, frame: nw.LazyFrame[Any], name: str, dtype: Any, distinct: list[Any] | None = None
+    ) -> tuple[nw.Expr, Any]:
+        """The recoded column ``name`` as a narwhals expression, and its dtype.
+
+        Intervals are a ``when``/``then`` chain over the breaks (no pass over the data; numeric
+        labels check the range with one aggregate row, as in memory a value outside raises);
+        mappings and hierarchies map the column's distinct values (one ``group_by``) by the
+        in-memory rule, then ``replace_strict``."""
+        rule = self.rules_[name]
+        x = present(name, dtype)
+        if "mapping" in rule:
+            old = distinct if distinct is not None else distinct_values(frame, name, dtype)
+            new = self._apply(name, old)
+            out_dtype = dtype_of(new, dtype)
+            if out_dtype == nw.String:
+                new = [None if v is None else str(v) for v in new]
+            out_dtype = holding_missing(frame, out_dtype)
+            return lookup(x, old, new, out_dtype).alias(name), out_dtype
+        breaks, labels, closed_last = rule["breaks"], rule["labels"], rule["closed_last"]
+        out_dtype = holding_missing(frame, dtype_of(labels, dtype))
+        none = nw.lit(None, dtype=out_dtype)
+        lit = [nw.lit(lab, dtype=out_dtype) for lab in labels]
+        if rule.get("closed", "left") == "right":
+            chain = nw.when(x.is_null() | (x <= breaks[0]) | (x > breaks[-1])).then(none)
+            for i, b in enumerate(breaks[1:]):
+                chain = chain.when(x <= b).then(lit[i])
+            return chain.otherwise(none).alias(name), out_dtype
+        if out_dtype != nw.String:
+            self._check_range(frame, name, dtype, breaks, labels, closed_last)
+            low = high = none
+        else:
+            low = nw.lit(f"(-inf, {_fmt(breaks[0])})", dtype=out_dtype)
+            high = nw.lit(f"[{_fmt(breaks[-1])}, inf)", dtype=out_dtype)
+        chain = nw.when(x.is_null()).then(none).when(x < breaks[0]).then(low)
+        if closed_last:
+            chain = chain.when(x == breaks[-1]).then(lit[-1])
+        chain = chain.when(x >= breaks[-1]).then(high)
+        for i, b in enumerate(breaks[1:]):
+            chain = chain.when(x < b).then(lit[i])
+        return chain.otherwise(none).alias(name), out_dtype
+
+    def _check_range(
+        self, frame: nw.LazyFrame[Any], name: str, dtype: Any, breaks: list[float], labels: list[Any], closed_last: bool
+    ) -> None:
+        """Numeric labels have no outer intervals: raise, as in memory, on a value outside the breaks."""
+        x = present(name, dtype)
+        row = aggregate(frame, [x.min().alias("lo"), x.max().alias("hi")], what=f"the range of {name!r}")
+        for v in (row["lo"], row["hi"]):
+            if v is not None:
+                _interval_of(float(v), breaks, labels, closed_last, name)
 
     def _apply(self, name: str, values: Any) -> list[Any]:
         rule = self.rules_[name]
@@ -191,6 +299,11 @@ class GlobalRecoder(Anonymizer):
     def transform(self, X: DataSource) -> Any:
         """Recode the fitted columns of ``X``; other columns and the row order are untouched."""
         self.check_is_fitted("rules_")
+        lazy = self._lazy_in(X, list(self.columns_), reset=False)
+        if lazy is not None:  # the same kind of frame, still lazy
+            lf = lazy[0]
+            schema = lf.collect_schema()
+            return lf.with_columns(*[self._expr(lf, name, schema[name])[0] for name in self.columns_]).to_native()
         frame, _, was_array = self._frame_in(X, list(self.columns_), reset=False)
         ns = nw.get_native_namespace(frame)
         replaced = {}
@@ -203,7 +316,79 @@ class GlobalRecoder(Anonymizer):
         return self._write_output(native_out(frame, replaced), was_array)
 
 
-def _learn(name: str, rule: Mapping[str, Any], series: Any, closed: str = "left") -> dict[str, Any]:
+class _SeriesStats:
+    """What ``_learn`` reads of an in-memory column."""
+
+    def __init__(self, series: Any) -> None:
+        self.series = series
+        self.numeric = bool(series.dtype.is_numeric())
+
+    def example(self) -> Any:
+        return next((v for v in self.series.drop_nulls().to_list()), None)
+
+    def distinct(self) -> list[Any]:
+        return list({v for v in text_values(self.series).tolist() if v is not None})
+
+    def floats(self) -> Any:
+        x = np.asarray(self.series.cast(nw.Float64).drop_nulls().to_numpy(), dtype=np.float64)
+        return x[~np.isnan(x)]
+
+    def size(self) -> int:
+        return int(self.floats().size)
+
+    def min_max(self) -> tuple[float, float]:
+        x = self.floats()
+        return float(x.min()), float(x.max())
+
+    def quantiles(self, qs: Any) -> Any:
+        return np.quantile(self.floats(), qs)
+
+
+class _LazyStats:
+    """What ``_learn`` reads of a lazy column: one aggregate row, or the value counts."""
+
+    def __init__(self, frame: nw.LazyFrame[Any], name: str, dtype: Any) -> None:
+        self.frame, self.name, self.dtype = frame, name, dtype
+        self.numeric = bool(dtype.is_numeric())
+        self.distinct_cached: list[Any] | None = None
+        self._counts: tuple[list[Any], Any] | None = None
+        self._summary: dict[str, Any] | None = None
+
+    def example(self) -> Any:
+        return aggregate(self.frame, [nw.col(self.name).min().alias("v")], what=f"a value of {self.name!r}")["v"]
+
+    def counts(self) -> tuple[list[Any], Any]:
+        if self._counts is None:
+            self._counts = value_counts(self.frame, self.name, self.dtype)
+            self.distinct_cached = self._counts[0]
+        return self._counts
+
+    def distinct(self) -> list[Any]:
+        return self.counts()[0]
+
+    def summary(self) -> dict[str, Any]:
+        if self._summary is None:
+            x = present(self.name, self.dtype)
+            self._summary = aggregate(
+                self.frame,
+                [x.count().alias("n"), x.min().alias("lo"), x.max().alias("hi")],
+                what=f"the range of {self.name!r}",
+            )
+        return self._summary
+
+    def size(self) -> int:
+        return int(self.summary()["n"] or 0)
+
+    def min_max(self) -> tuple[float, float]:
+        s = self.summary()
+        return float(s["lo"]), float(s["hi"])
+
+    def quantiles(self, qs: Any) -> Any:
+        values, counts = self.counts()
+        return np.array([counted_quantile(values, counts, float(q)) for q in qs], dtype=np.float64)
+
+
+def _learn(name: str, rule: Mapping[str, Any], stats: _SeriesStats | _LazyStats, closed: str = "left") -> dict[str, Any]:
     if "mapping" in rule:
         mapping = rule["mapping"]
         if not isinstance(mapping, Mapping):
@@ -212,16 +397,12 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any, closed: str = "left"
     if "hierarchy" in rule:
         h = as_hierarchy(rule["hierarchy"], name)
         level = h.check_level(rule.get("level", 1), name)
-        values = [v for v in text_values(series).tolist() if v is not None]
         table = {}
-        for v in set(values):
+        for v in stats.distinct():
             table[str(v)] = h.label(v, level, name)
         return {"mapping": table, "hierarchy": h.name, "level": level}
-    if not (series.dtype.is_numeric()):
-        example = next((v for v in series.drop_nulls().to_list()), None)
-        raise NonNumericColumnError(name, example)
-    x = np.asarray(series.cast(nw.Float64).drop_nulls().to_numpy(), dtype=np.float64)
-    x = x[~np.isnan(x)]
+    if not stats.numeric:
+        raise NonNumericColumnError(name, stats.example())
     if "breaks" in rule:
         try:
             breaks = sorted({float(b) for b in rule["breaks"]})
@@ -253,12 +434,14 @@ def _learn(name: str, rule: Mapping[str, Any], series: Any, closed: str = "left"
         method = rule.get("method", "width")
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ParameterError(f"column {name!r}: bins={m!r}; give a whole number of intervals >= 1.")
-        if x.size == 0:
+        if method not in ("width", "quantile"):
+            raise ParameterError(f"column {name!r}: method={method!r}; use 'width' or 'quantile'.")
+        if stats.size() == 0:
             raise ParameterError(f"column {name!r} has no values to learn bins from.")
         if method == "width":
-            edges = np.linspace(x.min(), x.max(), m + 1)
+            edges = np.linspace(*stats.min_max(), m + 1)
         elif method == "quantile":
-            edges = np.quantile(x, np.linspace(0, 1, m + 1))
+            edges = stats.quantiles(np.linspace(0, 1, m + 1))
         else:
             raise ParameterError(f"column {name!r}: method={method!r}; use 'width' or 'quantile'.")
         breaks = sorted({float(e) for e in edges})
