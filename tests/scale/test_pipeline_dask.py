@@ -141,7 +141,8 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     assert isinstance(result.release, dd.DataFrame)
     assert dask_driver_rows.rows <= people.group_by(KEYS).len().height  # only group counts so far
     written = write_distributed(result)
-    assert written.path == tmp_path / "release.parquet" and not written.refused
+    assert written.path == tmp_path / "release.parquet"
+    assert not written.refused
     assert len(written.files) == result.release.npartitions > 1  # the workers wrote one part per partition
     back = pl.read_parquet(written.path / "*.parquet")  # an independent read of the parts
     assert set(back.columns) == {*KEYS, "hours", "row"}  # id has no releasing role
@@ -149,13 +150,16 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     assert written.measure["n_rows"] == back.height == people.height
     assert written.measure["k_anonymity"] == sizes["len"].min() >= K
     assert written.measure["n_groups"] == sizes.height
-    assert written.measure["exposure_at_k"] == 0.0 and written.within_budget
+    assert written.measure["exposure_at_k"] == 0.0
+    assert written.within_budget
     assert written.measure["n_missing_cells"] == sum(back[c].null_count() for c in KEYS)
     assert not back["row"].equals(pl.Series("row", np.arange(people.height)))  # shuffled
     assert sorted(back["row"].to_list()) == list(range(people.height))  # every row, once
     log = result.steps[0]
-    assert log.details["n_passes"] == 2 and "2 distributed pass(es)" in log.description
-    assert (tmp_path / "report.json").is_file() and (written.path / "_sdckit_release.json").is_file()
+    assert log.details["n_passes"] == 2
+    assert "2 distributed pass(es)" in log.description
+    assert (tmp_path / "report.json").is_file()
+    assert (written.path / "_sdckit_release.json").is_file()
     # the whole run, writing included: the group table, and the shuffle's sort samples a few keys per
     # partition to split the sorted range (Dask's quantiles); the data never
     assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + 8 * result.release.npartitions
@@ -164,7 +168,9 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
 def test_pipeline_on_dask_refuses_over_budget_and_writes_nothing(people: pl.DataFrame, tmp_path: Path) -> None:
     cfg = _config(tmp_path, steps=[])
     written = write_distributed(run_distributed(cfg, _dask(people)))
-    assert written.refused and written.path is None and written.measure["exposure_at_k"] > 0
+    assert written.refused
+    assert written.path is None
+    assert written.measure["exposure_at_k"] > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no data, no temporary directory
 
 
@@ -173,7 +179,8 @@ def test_pipeline_on_dask_reads_the_input_and_names_steps_it_cannot_run(people: 
     people.write_parquet(source)
     cfg = _config(tmp_path, input=str(source), engine="dask", partitions=3)
     written = write_distributed(run_distributed(cfg))
-    assert len(written.files) > 1 and written.measure["k_anonymity"] >= K
+    assert len(written.files) > 1
+    assert written.measure["k_anonymity"] >= K
     with pytest.raises(ConfigError, match=r"steps\[0\]\.microaggregate does not run on a dask frame.*distributed_microaggregate"):
         run_distributed(_config(tmp_path, steps=[{"microaggregate": {"columns": ["hours"]}}]), _dask(people))
     with pytest.raises(ConfigError, match="method: decoys"):

@@ -258,7 +258,7 @@ class LocalSuppressor(Anonymizer):
         as_generator(self.random_state)  # a bad random_state fails here, before any data is read
         if is_lazy(X):
             return self._fit_lazy(X, k)
-        self._lazy = None
+        self._lazy: tuple[Any, LazyResult] | None = None
         frame, names, _ = self._frame_in(X, self.columns, reset=True)
         n = len(frame)
         if n < k:

@@ -268,7 +268,7 @@ def _apply_spark(df: Any, plan: LazyPlan) -> Any:
     from functools import reduce
 
     from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # noqa: N812 - the usual name
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
     keys = list(plan.keys)

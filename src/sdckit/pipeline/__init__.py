@@ -20,7 +20,13 @@ from sdckit.pipeline._config import (
     load_config,
     parse_config,
 )
-from sdckit.pipeline._distributed import DistributedResult, WrittenRelease, measure_parquet, run_distributed, write_distributed
+from sdckit.pipeline._distributed import (
+    DistributedResult,
+    WrittenRelease,
+    measure_parquet,
+    run_distributed,
+    write_distributed,
+)
 from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs
 from sdckit.pipeline._roles import Flag, Roles, guess_roles
 from sdckit.pipeline._run import (

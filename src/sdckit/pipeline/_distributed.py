@@ -170,7 +170,7 @@ def _roles(config: PipelineConfig, columns: Sequence[str]) -> Roles:
 def _anonymize(data: Any, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int | None, engine: str) -> tuple[Any, Any]:
     import importlib
 
-    from sdckit.pipeline._run import StepLog, _changes, _change_text
+    from sdckit.pipeline._run import StepLog, _change_text, _changes
 
     where = f"{config.source}: steps[{index}].{step.kind}"
     module_name, _, class_name = ANONYMIZE_STEPS[step.kind].partition(":")
@@ -233,7 +233,7 @@ def _shuffle(data: Any, engine: str, seed: int) -> Any:
         names = data.collect_schema().names()
         return data.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).shuffle(seed=seed).alias(_KEY)).sort(_KEY).select(names)
     if engine == "spark":
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # noqa: N812 - the usual name
 
         return data.withColumn(_KEY, F.rand(seed)).orderBy(_KEY).drop(_KEY)
     import pandas as pd
