@@ -57,7 +57,9 @@ class Data:
         """Number of rows (forces a count on lazy frames)."""
         if isinstance(self.frame, nw.DataFrame):
             return len(self.frame)
-        counted = self.frame.select(nw.len()).collect()
+        from sdckit._scale import collect_small
+
+        counted = collect_small(self.frame.select(nw.len()), what="the row count", limit=1)
         return int(counted.item(0, 0))
 
 

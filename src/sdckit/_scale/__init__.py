@@ -16,7 +16,7 @@ LazyFrame or DuckDB relation (with a warning that says so) where a method needs 
 and :func:`restore_kind` gives the result back as the same lazy kind.
 """
 
-from sdckit._scale._collect import collect_small, count_driver_rows
+from sdckit._scale._collect import collect_all, collect_small, count_driver_rows
 from sdckit._scale._engines import (
     Engine,
     block_sizes,
@@ -34,6 +34,7 @@ from sdckit._scale._lazy import collect_if_lazy, is_distributed, restore_kind
 __all__ = [
     "Engine",
     "block_sizes",
+    "collect_all",
     "collect_if_lazy",
     "collect_small",
     "column_moments",

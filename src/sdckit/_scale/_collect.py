@@ -50,3 +50,33 @@ def collect_small(frame: Any, *, what: str, limit: int | None = 100_000) -> nw.D
             stacklevel=2,
         )
     return eager
+
+
+def collect_all(frame: Any, *, what: str, instead: str = "") -> nw.DataFrame[Any]:
+    """Collect every row of a lazy narwhals frame for a computation that needs them in memory,
+    counting them and warning (an :class:`~sdckit.errors.SdcWarning` naming the rows); an eager
+    frame passes through silently. ``instead`` names the way that keeps the rows where they live."""
+    if not isinstance(frame, nw.LazyFrame):
+        return frame
+    eager = collect_small(frame, what=what, limit=None)
+    warnings.warn(
+        f"{what} needs the rows in memory: all {len(eager):,} rows of the lazy frame were brought to the "
+        f"driver.{' ' + instead if instead else ''}",
+        SdcWarning,
+        stacklevel=_user_level(),
+    )
+    return eager
+
+
+def _user_level() -> int:
+    """``stacklevel`` of the first caller outside sdckit (the user's line), seen from collect_all."""
+    import sys
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parent.parent)
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level

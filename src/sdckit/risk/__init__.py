@@ -11,7 +11,8 @@ from sdckit.risk._bounds import PairBoundCurve, joint_exposure_bound, pair_bound
 from sdckit.risk._checks import BoundMethod, IntervalMethod
 from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
 from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
-from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk
+from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk, with_individual_risk
+from sdckit.risk._lazy_keys import with_group_sizes, with_wildcard_sizes
 from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
 from sdckit.risk._marginals import Marginals
@@ -26,6 +27,7 @@ from sdckit.risk._statistical import (
 )
 from sdckit.risk._statistical_bound import statistical_exposure_bound
 from sdckit.risk._suda import Suda2Result, SudaMissing, suda2
+from sdckit.risk._suda_blocks import with_suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
 from sdckit.risk._wildcard import wildcard_group_sizes
 
@@ -79,4 +81,8 @@ __all__ = [
     "statistical_exposure_bound",
     "suda2",
     "wildcard_group_sizes",
+    "with_group_sizes",
+    "with_individual_risk",
+    "with_suda2",
+    "with_wildcard_sizes",
 ]

@@ -18,6 +18,8 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._scale import collect_small
+
 _BINCOUNT_MAX = 1 << 22  # key ranges up to max(this, 2 n) are counted with np.bincount (dense)
 _KEY_MAX = 1 << 62
 
@@ -86,13 +88,13 @@ def size_histogram(
     Missing values are one more value (nulls group together). An empty frame gives empty arrays.
     """
     if isinstance(frame, nw.LazyFrame):
-        hist = (
+        lazy_hist = (
             frame.group_by(*columns)
             .agg(nw.len().alias("__size"))
             .group_by("__size")
             .agg(nw.len().alias("__groups"))
-            .collect()
         )
+        hist = collect_small(lazy_hist, what=f"the group-size histogram of {', '.join(columns)}")
         sizes = np.asarray(hist["__size"].to_numpy(), dtype=np.int64)
         groups = np.asarray(hist["__groups"].to_numpy(), dtype=np.int64)
         order = np.argsort(sizes)
@@ -108,9 +110,7 @@ def size_histogram(
 
 def n_distinct(frame: nw.DataFrame[Any] | nw.LazyFrame[Any], columns: list[str]) -> dict[str, int]:
     """Number of distinct values (null counted as one) of each column, in one pass."""
-    out = frame.select(*[nw.col(c).n_unique().alias(c) for c in columns])
-    if isinstance(out, nw.LazyFrame):
-        out = out.collect()
+    out = collect_small(frame.select(*[nw.col(c).n_unique().alias(c) for c in columns]), what="distinct counts", limit=1)
     return {c: int(out[c][0]) for c in columns}
 
 
@@ -125,9 +125,10 @@ def weighted_group_sizes(
 
     Counted where the data lives (one narwhals ``group_by``); only one row per group is collected.
     """
-    out = frame.group_by(*columns).agg(nw.len().alias("__n_sample"), nw.col(weights).sum().alias("__w_total"))
-    if isinstance(out, nw.LazyFrame):
-        out = out.collect()
+    out = collect_small(
+        frame.group_by(*columns).agg(nw.len().alias("__n_sample"), nw.col(weights).sum().alias("__w_total")),
+        what=f"the weighted group sizes of {', '.join(columns)}",
+    )
     return (
         np.asarray(out["__n_sample"].to_numpy(), dtype=np.int64),
         np.asarray(out["__w_total"].to_numpy(), dtype=np.float64),

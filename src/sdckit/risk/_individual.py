@@ -7,14 +7,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit._io import DataSource
-from sdckit.errors import ParameterError
+from sdckit._io import DataSource, check_columns
+from sdckit._scale import collect_small
+from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import warn_weight_columns
-from sdckit.risk._weights import check_population_counts, group_frequencies, read_keys_and_weights
+from sdckit.risk._lazy_keys import (
+    attach_group_counts,
+    attach_wildcard_sizes,
+    check_new_columns,
+    drop_keys,
+    lazy_frame,
+    with_keys,
+)
+from sdckit.risk._weights import (
+    check_population_counts,
+    check_weight_column,
+    group_frequencies,
+    read_keys_and_weights,
+)
 from sdckit.risk._wildcard import key_codes, wildcard_sizes, wildcard_weight_sums
 
 KeyMissing = Literal["value", "wildcard", "drop", "error"]
@@ -240,3 +255,97 @@ def individual_risk(
         sample_frequency=fk[ids],
         population_frequency=big_f[ids],
     )
+
+
+def benedetti_franconi_expr(fk: str, big_f: str) -> nw.Expr:
+    """:func:`benedetti_franconi` as a narwhals expression on the columns ``fk`` and ``big_f``, for
+    lazy frames (the engine evaluates it row by row). log(1 / p) is log(F / f), which for F within
+    a relative 1e-12 of f differs from the in-memory log1p in its last digits."""
+    f = nw.col(fk).cast(nw.Float64)
+    big = nw.col(big_f).cast(nw.Float64)
+    census = big <= f
+    gap = nw.when(census).then(nw.lit(1.0)).otherwise(big - f)
+    x = f / gap
+    log_inv_p = ((f + gap) / f).log()
+    safe_x = nw.when(x > 0).then(x).otherwise(nw.lit(1.0))
+    inv = 1.0 / safe_x
+    series = 0.5 - inv / 3 + inv**2 / 4 - inv**3 / 5 + inv**4 / 6 - inv**5 / 7
+    r2 = nw.when(x > _SERIES_FROM).then(series).otherwise(x - x * x * log_inv_p)
+    p = f / nw.when(big > 0).then(big).otherwise(nw.lit(1.0))
+    return (
+        nw.when(census)
+        .then(1.0 / f)
+        .when(f == 1)
+        .then(x * log_inv_p)
+        .when(f == 2)
+        .then(r2)
+        .otherwise(p / (f - (1.0 - p)))
+    )
+
+
+RISK_COLUMNS = ("risk_individual", "risk_group_size", "risk_population_size")
+"""The columns :func:`with_individual_risk` adds (those of :meth:`IndividualRisk.to_frame`)."""
+
+
+def with_individual_risk(
+    data: DataSource,
+    columns: Sequence[str] | str,
+    *,
+    weights: str | None,
+    missing: Literal["value", "wildcard"] = "value",
+) -> Any:
+    """The lazy frame ``data`` with each record's individual risk, computed where the rows live.
+
+    The figures of :func:`individual_risk` (same formula, same readings of a missing key) as the
+    columns ``risk_individual`` (r_k), ``risk_group_size`` (f_k) and ``risk_population_size`` (F_k)
+    of a lazy frame of the same kind (polars LazyFrame, DuckDB, Dask, Spark): f_k and F_k by one
+    ``group_by`` and one join (``missing="wildcard"``: per missingness pattern, see
+    :func:`sdckit.risk.with_wildcard_sizes`), r_k as an expression. Nothing but one row per
+    missingness pattern and the weight checks' one aggregate row reaches the driver. The global
+    risk is then one sum: ``out.select(nw.col("risk_individual").sum())`` on the engine.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> lf = pl.LazyFrame({"sex": ["F", "F", "M"], "age": [30, 30, 41], "w": [50.0, 50.0, 20.0]})
+    >>> out = with_individual_risk(lf, ["sex", "age"], weights="w").collect().sort("age")
+    >>> out["risk_individual"].round(6).to_list()
+    [0.018779, 0.018779, 0.15767]
+    """
+    if missing not in ("value", "wildcard"):
+        raise ParameterError(
+            f"missing={missing!r}: on a lazy frame use 'value' (a missing key cell is a value of its own) or "
+            "'wildcard' (it matches any value); filter the rows first to drop them."
+        )
+    frame = lazy_frame(data, "with_individual_risk")
+    cols = check_columns(frame, columns)
+    warn_weight_columns(tuple(cols))
+    original = frame.collect_schema().names()
+    check_new_columns(original, RISK_COLUMNS)
+    if weights is not None:
+        check_weight_column(frame, weights, cols)
+    risk, size, pop = RISK_COLUMNS
+    keyed = with_keys(frame, cols, weights)
+    if missing == "wildcard":
+        out = attach_wildcard_sizes(keyed, cols, size=size, weights=weights, weight_sum=pop)
+    else:
+        out = attach_group_counts(keyed, len(cols), size=size, weights=weights, weight_sum=pop)
+    if weights is None:
+        out = out.with_columns(nw.col(size).cast(nw.Float64).alias(pop))
+    else:
+        _check_lazy_population(out, size, pop, weights)
+    out = out.with_columns(benedetti_franconi_expr(size, pop).alias(risk))
+    return drop_keys(out, original, RISK_COLUMNS).to_native()
+
+
+def _check_lazy_population(out: nw.LazyFrame[Any], size: str, pop: str, weights: str) -> None:
+    """:func:`check_population_counts` on the engine: one aggregate row (the worst F_k / f_k)."""
+    ratio = (nw.col(pop) - nw.col(size).cast(nw.Float64) * (1.0 - 1e-12)).min().alias("gap")
+    worst = collect_small(out.select(ratio), what=f"the smallest F_k - f_k of {weights!r}", limit=1)
+    gap = worst["gap"][0]
+    if gap is not None and gap < 0:
+        raise InputError(
+            f"the weights {weights!r} of the records sharing a key add up to fewer units than its sample "
+            "records (F_k < f_k): sampling weights count population units per record and are at least 1. "
+            "Check the column (is it a probability instead of its inverse?)."
+        )

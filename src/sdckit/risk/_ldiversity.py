@@ -19,9 +19,11 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy, read_data
+from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import check_groupable, warn_weight_columns
 from sdckit.risk._counting import group_ids, sorted_codes
+from sdckit.risk._lazy_keys import ONE, PATTERN, joinable, key_name, with_keys
 
 DiversityKind: TypeAlias = Literal["distinct", "entropy", "recursive"]
 """Which l-diversity a group is measured by (see :func:`l_diversity`)."""
@@ -293,8 +295,13 @@ def l_diversity(
     d = read_data(data, [*qi_list, *sens_list], missing=missing)
     check_groupable(d.frame, list(d.columns))
     warn_weight_columns(qi_list)
-    frame = d.frame.collect() if isinstance(d.frame, nw.LazyFrame) else d.frame
-    df = frame.to_polars()
+    if isinstance(d.frame, nw.LazyFrame):
+        n_lazy, lazy_sizes, lazy_per = _lazy_l_diversity(d.frame, qi_list, sens_list, cf, t_closeness)
+        return LDiversity(
+            quasi_identifiers=tuple(qi_list), sensitive=tuple(sens_list), n=n_lazy, n_dropped=d.n_dropped, c=cf,
+            group_sizes=lazy_sizes, per_column=tuple(lazy_per),
+        )
+    df = d.frame.to_polars()
     n = df.height
     gid, n_groups = _qi_group_ids(df, qi_list)
     sizes = np.bincount(gid, minlength=n_groups).astype(np.int64)
@@ -342,3 +349,86 @@ def l_diversity(
         group_sizes=sizes,
         per_column=tuple(per),
     )
+
+
+def _lazy_l_diversity(
+    frame: nw.LazyFrame[Any], qi: list[str], sensitive: list[str], c: float, t_closeness: bool
+) -> tuple[int, NDArray[np.int64], list[SensitiveDiversity]]:
+    """(n, group sizes, per-column diversity) of a lazy frame, by group-bys and joins on the engine.
+
+    Per sensitive column: (group, value) counts r by one ``group_by``; per group m = their number,
+    n_g = sum r, H_g = log n_g - sum r log r / n_g; recursive l from the distinct count levels v (t_v
+    values with count v): the positions of level v are a_v .. a_v + t_v - 1 (descending order) with
+    tails T = S_v - d v, S_v the sum of the counts <= v, so exactly clip(ceil((c S_v - r_1) / (c v)),
+    0, t_v) of them satisfy r_1 < c T (one self-join of the levels within each group). Only one row
+    per group reaches the driver.
+    """
+    if t_closeness:
+        raise ParameterError(
+            "t_closeness on a lazy frame is not computed where the rows live (the ordered distance needs every "
+            "value of every group); measure l-diversity lazily and t-closeness on a sample or collected frame."
+        )
+    q = len(qi)
+    schema = frame.collect_schema()
+    keyed = with_keys(frame, qi)
+    g_keys = [*[key_name(j) for j in range(q)], PATTERN]
+    groups = joinable(keyed.group_by(*g_keys).agg(nw.col(ONE).sum().alias("__sdc_size")))
+    for i, s in enumerate(sensitive):
+        prefix, pat = f"__sdc_s{i}_", f"__sdc_sp{i}"
+        keyed = with_keys(keyed, [s], prefix=prefix, pattern_name=pat)
+        pairs = joinable(
+            keyed.group_by(*g_keys, key_name(0, prefix), pat)
+            .agg(nw.col(ONE).sum().alias("__sdc_r"))
+            .select(*g_keys, nw.col("__sdc_r").cast(nw.Float64))
+        )
+        per_group = pairs.with_columns(
+            (nw.col("__sdc_r") * nw.col("__sdc_r").log()).alias("__sdc_rlogr"), nw.lit(1).alias(ONE)
+        ).group_by(*g_keys).agg(
+            nw.col(ONE).sum().alias(f"__sdc_distinct{i}"),
+            nw.col("__sdc_r").sum().alias("__sdc_n"),
+            nw.col("__sdc_rlogr").sum().alias("__sdc_rlogr"),
+            nw.col("__sdc_r").max().alias("__sdc_r1"),
+        )
+        per_group = joinable(per_group).with_columns(
+            (nw.col("__sdc_n").log() - nw.col("__sdc_rlogr") / nw.col("__sdc_n")).exp().alias(f"__sdc_entropy{i}")
+        )
+        levels = joinable(
+            pairs.with_columns(nw.lit(1).alias(ONE)).group_by(*g_keys, "__sdc_r").agg(nw.col(ONE).sum().alias("__sdc_t"))
+        )
+        below = (
+            levels.join(levels.rename({"__sdc_r": "__sdc_r_b", "__sdc_t": "__sdc_t_b"}), on=g_keys, how="inner")
+            .filter(nw.col("__sdc_r_b") <= nw.col("__sdc_r"))
+            .with_columns((nw.col("__sdc_r_b") * nw.col("__sdc_t_b")).alias("__sdc_mass"))
+            .group_by(*g_keys, "__sdc_r", "__sdc_t")
+            .agg(nw.col("__sdc_mass").sum().alias("__sdc_S"))
+            .pipe(joinable)
+            .join(per_group.select(*g_keys, "__sdc_r1"), on=g_keys, how="inner")
+        )
+        ok = (
+            ((c * nw.col("__sdc_S") - nw.col("__sdc_r1")) / (c * nw.col("__sdc_r")))
+            .ceil()
+            .clip(0, None)
+        )
+        ok = nw.when(ok > nw.col("__sdc_t")).then(nw.col("__sdc_t").cast(nw.Float64)).otherwise(ok)
+        rec = joinable(
+            below.with_columns(ok.alias("__sdc_ok"))
+            .group_by(*g_keys)
+            .agg(nw.col("__sdc_ok").sum().alias(f"__sdc_recursive{i}"))
+        )
+        groups = groups.join(
+            per_group.select(*g_keys, f"__sdc_distinct{i}", f"__sdc_entropy{i}"), on=g_keys, how="left"
+        ).join(rec, on=g_keys, how="left")
+    got = collect_small(groups.drop(*g_keys), what=f"per-group l-diversity of {', '.join(qi)}")
+    sizes = np.asarray(got["__sdc_size"].to_numpy(), dtype=np.int64)
+    per = [
+        SensitiveDiversity(
+            column=s,
+            ordered=bool(schema[s].is_numeric()),
+            distinct=np.asarray(got[f"__sdc_distinct{i}"].to_numpy(), dtype=np.int64),
+            entropy_l=np.asarray(got[f"__sdc_entropy{i}"].to_numpy(), dtype=np.float64),
+            recursive_l=np.asarray(got[f"__sdc_recursive{i}"].to_numpy(), dtype=np.float64).round().astype(np.int64),
+            closeness=None,
+        )
+        for i, s in enumerate(sensitive)
+    ]
+    return int(sizes.sum()), sizes, per

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sdckit._io import DataSource, MissingPolicy, read_data
+from sdckit._scale import collect_small
 from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
 from sdckit.risk._blocks import REDACTED, BlockCounts, block_key, is_redacted, make_block
 from sdckit.risk._checks import (
@@ -171,9 +172,7 @@ class Marginals:
         warn_weight_columns(d.columns)
         out: dict[str, dict[Any, int]] = {}
         for c in d.columns:
-            counted = d.frame.group_by(c).agg(nw.len().alias("__n"))
-            if isinstance(counted, nw.LazyFrame):
-                counted = counted.collect()
+            counted = collect_small(d.frame.group_by(c).agg(nw.len().alias("__n")), what=f"the value counts of {c}")
             keys = counted[c].to_list()
             ns = counted["__n"].to_numpy().astype(np.int64)
             out[c] = dict(zip(keys, ns.tolist(), strict=True))
@@ -189,9 +188,9 @@ class Marginals:
             for c in key:
                 if c not in d.columns:
                     raise ColumnNotFoundError(c, tuple(d.columns))
-            counted = d.frame.group_by(list(key)).agg(nw.len().alias("__n"))
-            if isinstance(counted, nw.LazyFrame):
-                counted = counted.collect()
+            counted = collect_small(
+                d.frame.group_by(list(key)).agg(nw.len().alias("__n")), what=f"the cell counts of {', '.join(key)}"
+            )
             lists = [counted[c].to_list() for c in key]
             cell_ns: list[int] = counted["__n"].to_list()
             if not any(hidden.get(c) for c in key):  # nothing redacted: the cells as counted

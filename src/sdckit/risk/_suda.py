@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-import narwhals as nw
 import numba
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, read_data
+from sdckit._scale import collect_all
 from sdckit.errors import EmptyTableError, ParameterError
 from sdckit.risk._checks import check_groupable
 from sdckit.risk._counting import sorted_codes
@@ -623,7 +623,9 @@ def suda2(
     d = read_data(data, columns, missing=policy)
     cols = list(d.columns)
     check_groupable(d.frame, cols)
-    frame = d.frame.collect() if isinstance(d.frame, nw.LazyFrame) else d.frame
+    frame = collect_all(
+        d.frame, what="suda2", instead="with_suda2(frame, columns, block=...) runs within blocks where they live."
+    )
     df = frame.to_polars()
     n = df.height
     if n == 0:

@@ -16,6 +16,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, read_data
+from sdckit._scale import collect_all, collect_small
 from sdckit.errors import InputError, MissingValuesError, NonNumericColumnError, UnreadableInputError
 from sdckit.risk._checks import check_groupable
 from sdckit.risk._counting import group_ids
@@ -68,9 +69,11 @@ def check_weight_column(
     if not (dtype.is_numeric() and dtype != nw.Boolean):
         raise NonNumericColumnError(name, str(dtype))
     col = nw.col(name)
-    stats = frame.select(
-        col.is_null().sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")
-    ).collect()
+    stats = collect_small(
+        frame.select(col.is_null().sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")),
+        what=f"the checks of the weights {name!r}",
+        limit=1,
+    )
     nulls, lo, hi = int(stats["nulls"][0]), stats["lo"][0], stats["hi"][0]
     if nulls:
         raise MissingValuesError(name, nulls, fix="Every record needs its sampling weight; impute it first.")
@@ -96,9 +99,10 @@ def read_keys_and_weights(
     key columns only (rows dropped there drop their weight too). Lazy frames are collected: the
     measures built on this give one value per record.
     """
-    frame = as_narwhals(data)
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
+    frame = collect_all(
+        as_narwhals(data), what=what, instead=f"with_{what} adds the per-record columns where they live."
+        if what == "individual_risk" else ""
+    )
     names = frame.collect_schema().names()
     if weights is not None and weights not in names:
         read_data(frame, [weights])  # raises ColumnNotFoundError with the close names

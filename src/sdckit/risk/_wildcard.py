@@ -11,6 +11,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, as_narwhals, check_columns
+from sdckit._scale import collect_all
 
 MAX_PATTERNS = 1024
 """Up to this many distinct missing patterns the pattern-pair kernel runs; beyond, whichever of the
@@ -24,8 +25,9 @@ def key_codes(data: DataSource, columns: Sequence[str] | str | None) -> tuple[ND
     """
     frame = as_narwhals(data)
     names = check_columns(frame, columns)
-    if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
+    frame = collect_all(
+        frame, what="wildcard_group_sizes", instead="with_wildcard_sizes adds the sizes as a column where they live."
+    )
     out = np.empty((len(frame), len(names)), dtype=np.int32)
     for j, name in enumerate(names):
         out[:, j] = column_codes(frame[name])
@@ -34,7 +36,7 @@ def key_codes(data: DataSource, columns: Sequence[str] | str | None) -> tuple[ND
 
 def column_codes(series: Any) -> NDArray[np.int32]:
     """Codes of one narwhals series: 0..m - 1 in the order of the values' text, -1 for missing."""
-    missing = np.asarray(series.is_null().to_numpy(), dtype=bool)
+    missing = np.array(series.is_null().to_numpy(), dtype=bool)  # a copy: pandas gives read-only views
     if series.dtype.is_float():
         missing |= np.asarray(series.is_nan().fill_null(True).to_numpy(), dtype=bool)
     text = np.asarray(series.cast(nw.String).fill_null("").to_numpy(), dtype=object).astype(str)

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Literal, Self
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
@@ -21,6 +22,8 @@ from sdckit._io import DataSource, as_narwhals, check_numeric, like_input
 from sdckit._scale import collect_if_lazy, engine_of, restore_kind
 from sdckit.errors import InputError, MissingValuesError, ParameterError
 from sdckit.spectral._model import SpikedModel
+
+_LAZY_NATIVE = ("LazyFrame", "DuckDBPyRelation")  # polars and DuckDB lazy frames (Dask, Spark: engine_of)
 
 NoiseDistribution = Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"]
 """Law of the unit noise Z (mean 0, variance 1 before scaling by sqrt(t)); ``"discrete"`` is the
@@ -351,17 +354,58 @@ class NoisyPCA(Estimator):
     def _n_out(self) -> int:
         return int(self.n_separable_ or self.n_spikes_)
 
-    def transform(self, X: DataSource) -> NDArray[np.float64]:
+    def transform(self, X: DataSource) -> Any:
         """Scores on the separable components (n, k) (all k spikes when none is separable).
 
         The columns are ``noisypca0, noisypca1, ...`` (:meth:`get_feature_names_out`); with
         ``set_output(transform="pandas" | "polars")`` they come as a frame of that kind.
+
+        A lazy frame (polars LazyFrame, DuckDB, Dask, Spark) gets the scores as new columns,
+        ``noisypca<i> = sum_j x_j components_[i, j]``, computed by the engine row by row: the
+        result is the same kind of frame, still lazy, with every input column and the scores
+        (one aggregate row, the missing-cell counts, reaches the driver).
         """
         self.check_is_fitted("components_")
+        if engine_of(X) is not None or isinstance(X, nw.LazyFrame) or type(X).__name__ in _LAZY_NATIVE:
+            return self._transform_lazy(X)
         frame, _ = self._read_input(X, reset=False)
         frame = collect_if_lazy(frame, type(self).__name__)
         z, _ = check_numeric(frame, list(self.columns_))
         return np.asarray(z @ self.components_[: self._n_out()].T, dtype=float)
+
+    def _transform_lazy(self, X: DataSource) -> Any:
+        from sdckit._scale import collect_small
+
+        frame = as_narwhals(X)
+        assert isinstance(frame, nw.LazyFrame)
+        schema = frame.collect_schema()
+        cols = [str(c) for c in self.columns_]
+        absent = [c for c in cols if c not in schema]
+        if absent:
+            raise InputError(f"column {absent[0]!r} was seen in fit but is not in X; give the columns seen in fit.")
+        bad = [c for c in cols if not (schema[c].is_numeric() and schema[c] != nw.Boolean)]
+        if bad:
+            raise InputError(f"column {bad[0]!r} is not numeric ({schema[bad[0]]}); NoisyPCA reads numeric columns.")
+        names = [str(n) for n in self.get_feature_names_out()]
+        taken = [n for n in names if n in schema]
+        if taken:
+            raise InputError(f"X already has a column {taken[0]!r}; rename it before adding the scores.")
+        value = {c: nw.col(c).cast(nw.Float64) for c in cols}
+        nulls = collect_small(
+            frame.select(*[(value[c].is_null() | value[c].is_nan()).sum().alias(c) for c in cols]),
+            what="missing-cell counts",
+            limit=1,
+        )
+        for c in cols:
+            if int(nulls[c][0] or 0):
+                raise MissingValuesError(c, int(nulls[c][0]), fix="Impute them first (e.g. on the cluster).")
+        scores = []
+        for i, name in enumerate(names):
+            expr: nw.Expr = nw.lit(0.0, dtype=nw.Float64)
+            for j, c in enumerate(cols):
+                expr = expr + value[c] * float(self.components_[i, j])
+            scores.append(expr.alias(name))
+        return frame.with_columns(*scores).to_native()
 
     def get_feature_names_out(self, input_features: Any = None) -> NDArray[np.object_]:
         """``noisypca0, noisypca1, ...``, one per score column of :meth:`transform`."""
