@@ -192,3 +192,31 @@ def test_pipeline_on_dask_reads_the_input_and_names_steps_it_cannot_run(people: 
     with pytest.raises(ConfigError, match="not a release sdckit wrote"):
         write_distributed(run_distributed(_config(tmp_path, output={"data": str(tmp_path / "mine")}), _dask(people)))
     assert (tmp_path / "mine" / "notes.txt").read_text() == "not a release"
+
+
+@pytest.mark.parametrize("semantics", ["value", "wildcard"])
+def test_written_release_measures_as_the_in_memory_release_check(
+    people: pl.DataFrame, tmp_path: Path, semantics: str
+) -> None:
+    from sdckit.risk import measure_release
+
+    rng = np.random.default_rng(5)
+    data = people.with_columns(pl.Series("w", rng.uniform(50, 150, people.height)))
+    cfg = _config(tmp_path, keep=["hours"], weight=["w"], missing_semantics=semantics, budget=1.0,
+                  steps=[{"local_suppression": {"k": 3}}])
+    written = write_distributed(run_distributed(cfg, _dask(data)))
+    back = pl.read_parquet(written.path / "*.parquet")
+    here = measure_release(back, quasi_identifiers=KEYS, k=K, budget=1.0, weights="w", missing_semantics=semantics)
+    m = written.measure
+    assert m["n_rows"] == here.n
+    assert m["k_anonymity"] == here.k_anonymity
+    assert m["n_groups"] == here.n_groups
+    assert m["n_unique"] == here.n_unique
+    assert m["n_missing_cells"] == here.n_missing_cells
+    assert m["exposure_at_k"] == pytest.approx(here.exposure_at_k, abs=1e-12)
+    assert m["population_exposure_at_k"] == pytest.approx(here.population_exposure_at_k, rel=1e-9)
+    assert here.individual_risk is not None
+    assert m["expected_reidentifications"] == pytest.approx(here.individual_risk["expected_reidentifications"], rel=1e-9)
+    if semantics == "wildcard":
+        assert m["exposure_missing_as_value"] == pytest.approx(here.exposure_missing_as_value, abs=1e-12)
+        assert m["exposure_at_k"] < m["exposure_missing_as_value"]  # a missing cell matching anything helps

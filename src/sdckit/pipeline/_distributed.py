@@ -274,11 +274,6 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     engine = _engine(data)
     columns = _columns(data)
     roles = _roles(config, columns)
-    if config.missing_semantics != "value":
-        raise ConfigError(
-            f"{config.source}: missing_semantics: {config.missing_semantics}: on a {engine} frame the release is "
-            "measured as identical rows (missing_semantics: value, the default); leave it out."
-        )
     qis = list(roles.quasi_identifiers)
     logs: list[Any] = []
     base = config.step_seed
@@ -321,16 +316,22 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
 
 def measure_parquet(
     path: str | Path, quasi_identifiers: Sequence[str], *, k: int, budget: float,
-    weight: str | None = None, sensitive: Sequence[str] = (),
+    weight: str | None = None, sensitive: Sequence[str] = (), missing_semantics: str = "value",
 ) -> dict[str, Any]:
     """The written release measured by scanning its Parquet files with polars (lazily, streaming).
 
-    A group is a set of identical released rows on the quasi-identifiers, a missing cell a value of
-    its own (``missing_semantics: value``). Returns ``n_rows``, ``n_groups``, ``k_anonymity`` (the
-    smallest group), ``exposure_at_k`` (share of rows in groups smaller than k), ``n_unique``,
-    ``n_missing_cells``, ``within_budget`` (exposure <= budget) and, with a weight, the weighted
-    share ``population_exposure_at_k``; with sensitive columns, ``l_diversity`` (per column the
-    fewest distinct values in a group). Only single rows of figures are collected.
+    The figures of :func:`sdckit.risk.measure_release` that need no input beside the release: a
+    record's group is the set of released rows identical to it on the quasi-identifiers, a missing
+    cell a value of its own (``missing_semantics: value``, the default), or with ``wildcard`` every
+    row equal to it wherever both are present (:func:`sdckit.risk.with_wildcard_sizes`; then
+    ``exposure_missing_as_value`` gives the other reading). Returns ``n_rows``, ``n_groups``
+    (distinct released rows), ``k_anonymity`` (the smallest group), ``exposure_at_k`` (share of
+    rows in groups smaller than k), ``n_below_k``, ``n_unique``, ``n_missing_cells``,
+    ``within_budget`` (exposure <= budget); with a weight, the weighted share
+    ``population_exposure_at_k`` and ``expected_reidentifications`` (the sum of the individual risks,
+    :func:`sdckit.risk.with_individual_risk`, in the same reading); with sensitive columns,
+    ``l_diversity`` (per column the fewest distinct values in a group of identical rows). Only rows
+    of figures (and one row per missingness pattern) are collected.
     """
     root = Path(path)
     lf = pl.scan_parquet(str(root / "*.parquet") if root.is_dir() else str(root))
@@ -354,21 +355,44 @@ def measure_parquet(
     row = groups.select(figures).collect(engine="streaming").row(0, named=True)
     missing = lf.select(pl.sum_horizontal([pl.col(q).null_count() for q in qis]).alias("m")).collect(engine="streaming")
     n = int(row["n_rows"] or 0)
-    exposure = float(row["n_below_k"] or 0) / n if n else 0.0
+    share_as_value = float(row["n_below_k"] or 0) / n if n else 0.0
     out: dict[str, Any] = {
-        "n_rows": n,
-        "n_groups": int(row["n_groups"]),
-        "k": k,
-        "budget": budget,
-        "k_anonymity": int(row["k_anonymity"] or 0),
-        "exposure_at_k": exposure,
-        "n_unique": int(row["n_unique"] or 0),
+        "n_rows": n, "n_groups": int(row["n_groups"]), "k": k, "budget": budget, "missing_semantics": "value",
         "n_missing_cells": int(missing["m"][0]),
-        "missing_semantics": "value",
-        "within_budget": exposure <= budget,
     }
+    headline = {
+        "k_anonymity": int(row["k_anonymity"] or 0), "n_below_k": int(row["n_below_k"] or 0),
+        "n_unique": int(row["n_unique"] or 0), "exposure_at_k": share_as_value,
+    }
+    w_share = float(row["w_below_k"] or 0) / float(row["w_total"]) if weight and row["w_total"] else None
+    if missing_semantics == "wildcard":
+        from sdckit.risk import with_wildcard_sizes
+
+        cols = [*qis, weight] if weight else qis
+        sized = with_wildcard_sizes(lf.select(cols), qis, name="__wild")
+        below = pl.col("__wild") < k
+        aggs = [
+            pl.col("__wild").min().alias("k_anonymity"), below.sum().alias("n_below_k"),
+            (pl.col("__wild") == 1).sum().alias("n_unique"),
+        ]
+        if weight:
+            aggs += [pl.col(weight).filter(below).sum().alias("w_below"), pl.col(weight).sum().alias("w_total")]
+        wild = sized.select(aggs).collect().row(0, named=True)
+        headline = {
+            "k_anonymity": int(wild["k_anonymity"] or 0), "n_below_k": int(wild["n_below_k"] or 0),
+            "n_unique": int(wild["n_unique"] or 0), "exposure_at_k": float(wild["n_below_k"] or 0) / n if n else 0.0,
+        }
+        if weight:
+            w_share = float(wild["w_below"] or 0) / float(wild["w_total"]) if wild["w_total"] else None
+        out.update(missing_semantics="wildcard", exposure_missing_as_value=share_as_value)
+    out.update(headline, within_budget=headline["exposure_at_k"] <= budget)
     if weight:
-        out["population_exposure_at_k"] = float(row["w_below_k"] or 0) / float(row["w_total"]) if row["w_total"] else 0.0
+        from sdckit.risk import with_individual_risk
+
+        reading = "wildcard" if missing_semantics == "wildcard" else "value"  # as the in-memory release check
+        risk = with_individual_risk(lf.select(*qis, weight), qis, weights=weight, missing=reading)
+        out["population_exposure_at_k"] = w_share
+        out["expected_reidentifications"] = float(risk.select(pl.col("risk_individual").sum()).collect().item())
     if sensitive:
         out["l_diversity"] = {s: int(row[f"l_{s}"] or 0) for s in sensitive}
     return out
@@ -416,7 +440,7 @@ def write_distributed(result: DistributedResult) -> WrittenRelease:
         _write(result.release, result.engine, temp)
         measure = measure_parquet(
             temp, result.roles.quasi_identifiers, k=cfg.k, budget=cfg.budget, weight=weight,
-            sensitive=[s for s in result.roles.sensitive],
+            sensitive=list(result.roles.sensitive), missing_semantics=cfg.missing_semantics,
         )
         summary = {"measure": measure, "engine": result.engine, "rows_shuffled": result.shuffled,
                    "steps": [s.to_dict() for s in result.steps]}
