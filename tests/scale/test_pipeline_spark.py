@@ -103,8 +103,14 @@ def test_pipeline_on_spark_writes_parquet_parts(
         }
     )
     result = run_distributed(cfg, _spark(spark, people))
-    written = write_distributed(result)
+    # on data this small, adaptive execution would coalesce the sorted output into one partition
+    spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+    try:
+        written = write_distributed(result)
+    finally:
+        spark.conf.unset("spark.sql.adaptive.coalescePartitions.enabled")
     assert not written.refused
+    assert written.path is not None
     assert len(written.files) > 1  # part files, written by the workers
     back = pl.read_parquet(written.path / "*.parquet")  # an independent read
     sizes = back.group_by(KEYS).len()
