@@ -220,3 +220,32 @@ def test_written_release_measures_as_the_in_memory_release_check(
     if semantics == "wildcard":
         assert m["exposure_missing_as_value"] == pytest.approx(here.exposure_missing_as_value, abs=1e-12)
         assert m["exposure_at_k"] < m["exposure_missing_as_value"]  # a missing cell matching anything helps
+
+
+def test_sdckit_run_with_engine_dask(people: pl.DataFrame, tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from sdckit.cli import app
+
+    source = tmp_path / "people.parquet"
+    people.write_parquet(source)
+    pipeline = tmp_path / "pipeline.yaml"
+    pipeline.write_text(
+        f"input: {source.name}\nengine: dask\npartitions: 2\nquasi_identifiers: [region, sex, band]\n"
+        f"keep: [hours]\nk: {K}\nbudget: 0.0\nsteps:\n  - local_suppression: {{}}\n"
+        "output: {data: out/release.parquet, report: null}\n"
+    )
+    got = CliRunner().invoke(app, ["run", str(pipeline), "--json"])
+    assert got.exit_code == 0, got.output
+    payload = json.loads(got.output)
+    assert payload["engine"] == "dask" and payload["refused"] is False
+    back = pl.read_parquet(tmp_path / "out" / "release.parquet" / "*.parquet")
+    assert payload["release"]["n_rows"] == back.height == people.height
+    assert payload["parts"] == len(list((tmp_path / "out" / "release.parquet").glob("*.parquet"))) > 1
+    pipeline.write_text(pipeline.read_text().replace("  - local_suppression: {}\n", "  []\n").replace("steps:\n  []", "steps: []"))
+    over = CliRunner().invoke(app, ["run", str(pipeline)])
+    assert over.exit_code == 1 and "Refused" in over.output
+    assert (tmp_path / "out" / "release.parquet.stale").is_dir()  # the earlier release set aside, not this one
+    assert not (tmp_path / "out" / "release.parquet").exists()
