@@ -240,12 +240,14 @@ def test_sdckit_run_with_engine_dask(people: pl.DataFrame, tmp_path: Path) -> No
     got = CliRunner().invoke(app, ["run", str(pipeline), "--json"])
     assert got.exit_code == 0, got.output
     payload = json.loads(got.output)
-    assert payload["engine"] == "dask" and payload["refused"] is False
+    assert payload["engine"] == "dask"
+    assert payload["refused"] is False
     back = pl.read_parquet(tmp_path / "out" / "release.parquet" / "*.parquet")
     assert payload["release"]["n_rows"] == back.height == people.height
     assert payload["parts"] == len(list((tmp_path / "out" / "release.parquet").glob("*.parquet"))) > 1
     pipeline.write_text(pipeline.read_text().replace("  - local_suppression: {}\n", "  []\n").replace("steps:\n  []", "steps: []"))
     over = CliRunner().invoke(app, ["run", str(pipeline)])
-    assert over.exit_code == 1 and "Refused" in over.output
+    assert over.exit_code == 1
+    assert "Refused" in over.output
     assert (tmp_path / "out" / "release.parquet.stale").is_dir()  # the earlier release set aside, not this one
     assert not (tmp_path / "out" / "release.parquet").exists()

@@ -18,13 +18,13 @@ if shutil.which("java") is None:
     pytest.skip("Java not found: PySpark needs it (apt-get install default-jre-headless; .ci/run does)",
                 allow_module_level=True)
 
-from pyspark.sql import DataFrame as SparkFrame  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql import DataFrame as SparkFrame
+from pyspark.sql import SparkSession
 
-from sdckit._scale import local_spark  # noqa: E402
-from sdckit.anonymize import LocalSuppressor  # noqa: E402
-from sdckit.errors import ConfigError  # noqa: E402
-from sdckit.pipeline import parse_config, run_distributed, write_distributed  # noqa: E402
+from sdckit._scale import local_spark
+from sdckit.anonymize import LocalSuppressor
+from sdckit.errors import ConfigError
+from sdckit.pipeline import parse_config, run_distributed, write_distributed
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 

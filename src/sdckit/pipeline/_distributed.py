@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import narwhals as nw
 import numpy as np
@@ -389,7 +389,7 @@ def measure_parquet(
     if weight:
         from sdckit.risk import with_individual_risk
 
-        reading = "wildcard" if missing_semantics == "wildcard" else "value"  # as the in-memory release check
+        reading: Literal["value", "wildcard"] = "wildcard" if missing_semantics == "wildcard" else "value"
         risk = with_individual_risk(lf.select(*qis, weight), qis, weights=weight, missing=reading)
         out["population_exposure_at_k"] = w_share
         out["expected_reidentifications"] = float(risk.select(pl.col("risk_individual").sum()).collect().item())
