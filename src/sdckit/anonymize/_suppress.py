@@ -184,6 +184,16 @@ class LocalSuppressor(Anonymizer):
         missing read as a value (0 without redaction).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
         "cells_redacted"}``.
+    n_passes_ : int, (lazy frames only) distributed passes over the rows, each a group-by: the
+        first counts the groups the decoy rounds run on, the last verifies that no released group
+        is smaller than k (2 for a frame that gives the same rows each time it is computed).
+    n_rounds_ : int, (lazy frames only) decoy rounds run on the driver's group table.
+
+    On a polars LazyFrame, Dask or Spark frame (decoys only) the rows never reach the driver:
+    fit counts the groups where the rows live, runs the decoy rounds on the group table (with the
+    same ``random_state``, the very groups of the in-memory release) and transform returns a lazy
+    frame of the same kind (:mod:`sdckit.anonymize._suppress_lazy`); the per-row attributes
+    (``suppressed_``, ``redacted_``, ``group_sizes_``, ``value_posterior_``) are then not set.
 
     Notes
     -----
