@@ -5,9 +5,10 @@
 with decoys in counted passes, ``suppress``), only the columns with a releasing role, and the rows
 in random order (a random key per row drawn from OS entropy, then a distributed sort on it).
 Nothing is computed until :func:`write_distributed`: the workers write the release as a directory
-of Parquet part files (to a temporary directory beside the target), the written files are scanned
-lazily with polars and measured (k-anonymity of identical rows, a missing cell a value of its own,
-as the in-memory headline ``missing_semantics: value``), and the directory is moved into place only
+of Parquet part files (to a temporary directory beside the target), the written files are read
+back and measured (k-anonymity of identical rows, a missing cell a value of its own,
+as the in-memory headline ``missing_semantics: value``) by the engine itself (the workers read the
+files back; only rows of figures reach the driver), and the directory is moved into place only
 when that measure is within budget; over budget, it is deleted and nothing is written.
 
 Steps that need every row in one place refuse with the step named and the alternative.
@@ -314,11 +315,29 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     return DistributedResult(config, engine, data, tuple(logs), roles, not_released, bool(config.shuffle_rows))
 
 
+def _scan(path: Path, engine: str) -> Any:
+    """The written release read back lazily by ``engine`` (its workers read the part files)."""
+    if engine == "dask":
+        import dask.dataframe as dd
+
+        return dd.read_parquet(str(path))
+    if engine == "spark":
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:  # pragma: no cover - the run that wrote the files has a session
+            raise ConfigError("measuring the written release on Spark needs the active SparkSession.")
+        return spark.read.parquet(str(path))
+    return pl.scan_parquet(str(path / "*.parquet") if path.is_dir() else str(path))
+
+
 def measure_parquet(
     path: str | Path, quasi_identifiers: Sequence[str], *, k: int, budget: float,
     weight: str | None = None, sensitive: Sequence[str] = (), missing_semantics: str = "value",
+    engine: str = "polars",
 ) -> dict[str, Any]:
-    """The written release measured by scanning its Parquet files with polars (lazily, streaming).
+    """The written release measured where it lies: read back lazily by ``engine`` (``polars``, a
+    streaming scan; ``dask``; ``spark``) and aggregated there.
 
     The figures of :func:`sdckit.risk.measure_release` that need no input beside the release: a
     record's group is the set of released rows identical to it on the quasi-identifiers, a missing
@@ -331,34 +350,45 @@ def measure_parquet(
     ``population_exposure_at_k`` and ``expected_reidentifications`` (the sum of the individual risks,
     :func:`sdckit.risk.with_individual_risk`, in the same reading); with sensitive columns,
     ``l_diversity`` (per column the fewest distinct values in a group of identical rows). Only rows
-    of figures (and one row per missingness pattern) are collected.
+    of figures (and one row per missingness pattern) reach the driver.
     """
-    root = Path(path)
-    lf = pl.scan_parquet(str(root / "*.parquet") if root.is_dir() else str(root))
+    native = _scan(Path(path), engine)
+    lf = nw.from_native(native)
+    if isinstance(lf, nw.DataFrame):  # pragma: no cover - every reader above is lazy
+        lf = lf.lazy()
     qis = list(quasi_identifiers)
-    aggs: list[pl.Expr] = [pl.len().alias("__n")]
+
+    def one_row(frame: Any, what: str) -> dict[str, Any]:
+        from sdckit._scale import collect_small
+
+        got = collect_small(frame, what=what, limit=10)
+        return {c: got[c].to_list()[0] for c in got.columns}
+
+    def share(flag: Any, of: str) -> Any:
+        return nw.when(flag).then(nw.col(of)).otherwise(0)
+
+    aggs = [nw.len().alias("__n")]
     if weight:
-        aggs.append(pl.col(weight).cast(pl.Float64).sum().alias("__w"))
-    aggs += [pl.col(s).n_unique().alias(f"__l_{s}") for s in sensitive]
-    groups = lf.group_by(qis).agg(aggs)
-    small = pl.col("__n") < k
+        aggs.append(nw.col("__w").sum())
+    aggs += [nw.col(s).n_unique().alias(f"__l_{s}") for s in sensitive]
+    base = lf.with_columns(nw.col(weight).cast(nw.Float64).alias("__w")) if weight else lf
+    groups = base.group_by(qis, drop_null_keys=False).agg(*aggs)
+    small = nw.col("__n") < k
     figures = [
-        pl.col("__n").sum().alias("n_rows"),
-        pl.len().alias("n_groups"),
-        pl.col("__n").min().alias("k_anonymity"),
-        pl.col("__n").filter(small).sum().alias("n_below_k"),
-        (pl.col("__n") == 1).sum().alias("n_unique"),
+        nw.col("__n").sum().alias("n_rows"), nw.col("__n").count().alias("n_groups"),
+        nw.col("__n").min().alias("k_anonymity"), share(small, "__n").sum().alias("n_below_k"),
+        nw.when(nw.col("__n") == 1).then(1).otherwise(0).sum().alias("n_unique"),
     ]
     if weight:
-        figures += [pl.col("__w").filter(small).sum().alias("w_below_k"), pl.col("__w").sum().alias("w_total")]
-    figures += [pl.col(f"__l_{s}").min().alias(f"l_{s}") for s in sensitive]
-    row = groups.select(figures).collect(engine="streaming").row(0, named=True)
-    missing = lf.select(pl.sum_horizontal([pl.col(q).null_count() for q in qis]).alias("m")).collect(engine="streaming")
+        figures += [share(small, "__w").sum().alias("w_below_k"), nw.col("__w").sum().alias("w_total")]
+    figures += [nw.col(f"__l_{s}").min().alias(f"l_{s}") for s in sensitive]
+    row = one_row(groups.select(*figures), "figures of the written release")
+    missing = one_row(lf.select(*[nw.col(q).null_count().alias(q) for q in qis]), "missing cells of the written release")
     n = int(row["n_rows"] or 0)
     share_as_value = float(row["n_below_k"] or 0) / n if n else 0.0
     out: dict[str, Any] = {
         "n_rows": n, "n_groups": int(row["n_groups"]), "k": k, "budget": budget, "missing_semantics": "value",
-        "n_missing_cells": int(missing["m"][0]),
+        "n_missing_cells": int(sum(int(v or 0) for v in missing.values())),
     }
     headline = {
         "k_anonymity": int(row["k_anonymity"] or 0), "n_below_k": int(row["n_below_k"] or 0),
@@ -369,15 +399,15 @@ def measure_parquet(
         from sdckit.risk import with_wildcard_sizes
 
         cols = [*qis, weight] if weight else qis
-        sized = with_wildcard_sizes(lf.select(cols), qis, name="__wild")
-        below = pl.col("__wild") < k
-        aggs = [
-            pl.col("__wild").min().alias("k_anonymity"), below.sum().alias("n_below_k"),
-            (pl.col("__wild") == 1).sum().alias("n_unique"),
+        sized = nw.from_native(with_wildcard_sizes(lf.select(cols).to_native(), qis, name="__wild"))
+        below = nw.col("__wild") < k
+        wild_aggs = [
+            nw.col("__wild").min().alias("k_anonymity"), share(below, "__one").sum().alias("n_below_k"),
+            nw.when(nw.col("__wild") == 1).then(1).otherwise(0).sum().alias("n_unique"),
         ]
         if weight:
-            aggs += [pl.col(weight).filter(below).sum().alias("w_below"), pl.col(weight).sum().alias("w_total")]
-        wild = sized.select(aggs).collect().row(0, named=True)
+            wild_aggs += [share(below, weight).sum().alias("w_below"), nw.col(weight).sum().alias("w_total")]
+        wild = one_row(sized.with_columns(nw.lit(1).alias("__one")).select(*wild_aggs), "wildcard figures")
         headline = {
             "k_anonymity": int(wild["k_anonymity"] or 0), "n_below_k": int(wild["n_below_k"] or 0),
             "n_unique": int(wild["n_unique"] or 0), "exposure_at_k": float(wild["n_below_k"] or 0) / n if n else 0.0,
@@ -390,9 +420,10 @@ def measure_parquet(
         from sdckit.risk import with_individual_risk
 
         reading: Literal["value", "wildcard"] = "wildcard" if missing_semantics == "wildcard" else "value"
-        risk = with_individual_risk(lf.select(*qis, weight), qis, weights=weight, missing=reading)
+        risk = nw.from_native(with_individual_risk(lf.select(*qis, weight).to_native(), qis, weights=weight, missing=reading))
+        total = one_row(risk.select(nw.col("risk_individual").sum().alias("r")), "expected re-identifications")
         out["population_exposure_at_k"] = w_share
-        out["expected_reidentifications"] = float(risk.select(pl.col("risk_individual").sum()).collect().item())
+        out["expected_reidentifications"] = float(total["r"])
     if sensitive:
         out["l_diversity"] = {s: int(row[f"l_{s}"] or 0) for s in sensitive}
     return out
@@ -440,7 +471,7 @@ def write_distributed(result: DistributedResult) -> WrittenRelease:
         _write(result.release, result.engine, temp)
         measure = measure_parquet(
             temp, result.roles.quasi_identifiers, k=cfg.k, budget=cfg.budget, weight=weight,
-            sensitive=list(result.roles.sensitive), missing_semantics=cfg.missing_semantics,
+            sensitive=list(result.roles.sensitive), missing_semantics=cfg.missing_semantics, engine=result.engine,
         )
         summary = {"measure": measure, "engine": result.engine, "rows_shuffled": result.shuffled,
                    "steps": [s.to_dict() for s in result.steps]}
