@@ -161,7 +161,7 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     assert (tmp_path / "report.json").is_file()
     assert (written.path / "_sdckit_release.json").is_file()
     # the whole run, writing included: the group table, and the shuffle's sort samples a few keys per
-    # partition to split the sorted range (Dask's quantiles); the data never
+    # partition to split the sorted range (Dask's quantiles), and the written release's rows of figures; the data never
     assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + 8 * result.release.npartitions
 
 
