@@ -143,3 +143,44 @@ def dtype_of(values: Sequence[Any], given: Any) -> Any:
     if not present_values:
         return given
     return nw.String
+
+
+def partition_tallies(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64]:
+    """Integer tallies ``fn(pdf, (partition, batch))`` returns for every partition of a Dask or Spark
+    frame (a pandas DataFrame with int64 columns ``names``, the last a count; Spark's batches of a
+    partition are summed by the other columns), stacked; their count is added to
+    :func:`~sdckit._scale.driver_rows`. The (partition, batch) keys are those of
+    :func:`sdckit._scale.map_partitions`, so ``fn`` can redraw what a map drew."""
+    import pandas as pd
+
+    from sdckit._scale import count_driver_rows, engine_of
+
+    native = X.to_native() if isinstance(X, (nw.DataFrame, nw.LazyFrame)) else X
+    cols = list(names)
+    if engine_of(native) == "dask":
+
+        def part(pdf: Any, partition_info: dict[str, Any] | None = None) -> Any:
+            number = int(partition_info["number"]) if partition_info else 0
+            return fn(pdf, (number, 0))
+
+        meta = pd.DataFrame({c: pd.Series(dtype="int64") for c in cols})
+        got = native.map_partitions(part, meta=meta).compute()
+        rows = np.asarray(got[cols].to_numpy(), dtype=np.int64).reshape(-1, len(cols))
+    else:
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        schema = StructType([StructField(c, LongType(), False) for c in cols])
+
+        def batches(it: Any) -> Any:
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            pid = ctx.partitionId() if ctx is not None else 0
+            parts = [fn(pdf, (pid, i)) for i, pdf in enumerate(it)]
+            if parts:  # one tally per partition, not per Arrow batch: sum the last column by the others
+                yield pd.concat(parts).groupby(cols[:-1], as_index=False)[cols[-1]].sum()
+
+        collected = native.mapInPandas(batches, schema).collect()
+        rows = np.asarray([list(r) for r in collected], dtype=np.int64).reshape(-1, len(cols))
+    count_driver_rows(rows.shape[0])
+    return rows

@@ -11,6 +11,8 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource
+from sdckit._scale import collect_if_lazy, is_distributed, restore_kind
+from sdckit._scale._lazy import _lazy_kind
 from sdckit.anonymize._base import (
     Anonymizer,
     change_counts,
@@ -18,6 +20,7 @@ from sdckit.anonymize._base import (
     native_out,
     text_values,
 )
+from sdckit.anonymize._lazy import partition_tallies, value_counts
 from sdckit.errors import InputError, ParameterError
 
 
@@ -83,6 +86,11 @@ class PRAM(Anonymizer):
     correct their estimates (E[counts'] = counts P). A value not seen in ``fit`` has no row and
     ``transform`` refuses it (it would otherwise go out unperturbed).
 
+    On a Dask or Spark frame the matrices come from distributed value counts and each partition
+    draws from ``SeedSequence(random_state, spawn_key=(partition, batch))`` (fresh OS entropy by
+    default); the result is a lazy frame of the same kind (docs/scale.md). A polars LazyFrame or
+    DuckDB relation is collected, with a warning, and given back as its kind.
+
     Parameters
     ----------
     columns : the categorical columns (default: all, or those of ``matrix``).
@@ -142,6 +150,13 @@ class PRAM(Anonymizer):
 
     def fit_transform(self, X: DataSource, y: None = None) -> Any:
         """Fit, then release the very draw whose changes ``changes_`` records (also without a seed)."""
+        if is_distributed(X):
+            self._fit(X)
+            entropy = self._entropy()
+            self._record_distributed(X, entropy)
+            return self._release_distributed(X, entropy)
+        if _lazy_kind(X) is not None:
+            return restore_kind(self.fit_transform(collect_if_lazy(X, type(self).__name__)), X)
         frame, was_array = self._fit(X)
         drawn = self._draw(frame)
         self._record(frame, drawn)
@@ -153,7 +168,14 @@ class PRAM(Anonymizer):
         With ``random_state=None`` each draw uses fresh OS entropy, so a later ``transform`` gives
         another draw than the one ``changes_`` describes; :meth:`fit_transform` gives that one.
         """
+        if is_distributed(X):
+            self._fit(X)
+            self._record_distributed(X, self._entropy())
+            return self
+        if _lazy_kind(X) is not None:
+            return self.fit(collect_if_lazy(X, type(self).__name__))
         frame, _ = self._fit(X)
+        assert frame is not None
         self._record(frame, self._draw(frame))
         return self
 
@@ -163,7 +185,7 @@ class PRAM(Anonymizer):
             for name in self.columns_
         }
 
-    def _fit(self, X: DataSource) -> tuple[nw.DataFrame[Any], bool]:
+    def _fit(self, X: DataSource) -> tuple[Any, bool]:
         if isinstance(self.pd, bool) or not isinstance(self.pd, (int, float)) or not 0 <= self.pd <= 1:
             raise ParameterError(f"pd={self.pd!r} must be a probability between 0 and 1, e.g. 0.8.")
         as_generator(self.random_state)  # a bad random_state fails here, before any data is read
@@ -178,7 +200,20 @@ class PRAM(Anonymizer):
                 "{'region': {'a': {'a': 0.9, 'b': 0.1}, 'b': {'b': 1.0}}}."
             )
         columns = self.columns if self.columns is not None else (list(self.matrix) if self.matrix else None)
-        frame, names, was_array = self._frame_in(X, columns, reset=True)
+        lazy = self._lazy_in(X, columns, reset=True) if is_distributed(X) else None
+        frame: Any
+        if lazy is not None:  # value counts from a distributed group_by (one row per value)
+            frame, names = lazy
+            was_array = False
+            schema = frame.collect_schema()
+            tallies = {}
+            for name in names:
+                values, n = value_counts(frame, name, schema[name])
+                texts = [str(v) for v in values]
+                order = sorted(range(len(values)), key=texts.__getitem__)
+                tallies[name] = ([values[i] for i in order], n[order])
+        else:
+            frame, names, was_array = self._frame_in(X, columns, reset=True)
         stray = [c for c in (self.matrix or {}) if c not in names]
         if stray:
             raise ParameterError(
@@ -187,13 +222,16 @@ class PRAM(Anonymizer):
             )
         transition: dict[str, tuple[list[Any], NDArray[np.float64]]] = {}
         for name in names:
-            values = text_values(frame[name]).tolist()
-            observed = sorted({v for v in values if v is not None}, key=str)
+            if lazy is not None:
+                observed, counts = tallies[name]
+            else:
+                values = text_values(frame[name]).tolist()
+                observed = sorted({v for v in values if v is not None}, key=str)
+                index = {v: i for i, v in enumerate(observed)}
+                counts = np.bincount([index[v] for v in values if v is not None], minlength=len(observed))
             if self.matrix is not None and name in self.matrix:
                 transition[name] = _user_matrix(name, self.matrix[name], observed)
             else:
-                index = {v: i for i, v in enumerate(observed)}
-                counts = np.bincount([index[v] for v in values if v is not None], minlength=len(observed))
                 if self.method == "sdcmicro":
                     keep = matrix_rng.uniform(float(self.pd), 1.0, size=len(observed))
                     P = sdcmicro_matrix(counts.astype(np.int64), keep, float(self.alpha))
@@ -215,34 +253,115 @@ class PRAM(Anonymizer):
         rng = as_generator(self.random_state)
         out: dict[str, tuple[NDArray[np.int64], list[Any]]] = {}
         for name in self.columns_:
-            cats, P = self.transition_[name]
-            index = {str(v): i for i, v in enumerate(cats)}
-            values = text_values(frame[name]).tolist()
-            codes = np.full(len(values), -1, dtype=np.int64)
-            for r, v in enumerate(values):
-                if v is not None:
-                    if str(v) not in index:
-                        raise InputError(
-                            f"column {name!r}: value {v!r} was not seen in fit and has no row in the "
-                            "transition matrix; fit PRAM on this table."
-                        )
-                    codes[r] = index[str(v)]
-            u = rng.random(len(values))
-            new = codes.copy()
-            cum = np.cumsum(P, axis=1)
-            if cats:  # a column with no value (all missing) stays as it is
-                cum[:, -1] = 1.0
-            for c in range(len(cats)):
-                rows = np.flatnonzero(codes == c)
-                if rows.size:
-                    new[rows] = np.minimum(np.searchsorted(cum[c], u[rows], side="right"), len(cats) - 1)
-            after = [None if c < 0 else cats[c] for c in new]
-            out[name] = (new, after)
+            cats = self.transition_[name][0]
+            _, new = self._draw_column(name, text_values(frame[name]).tolist(), rng)
+            out[name] = (new, [None if c < 0 else cats[c] for c in new])
         return out
+
+    def _draw_column(
+        self, name: str, values: list[Any], rng: np.random.Generator
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(codes before, codes drawn) of one column's values (None = missing, code -1, kept).
+
+        The drawn code of a cell with code c is the first j with u < sum_{l <= j} P[c, l], u ~ U(0, 1)."""
+        cats, P = self.transition_[name]
+        index = {str(v): i for i, v in enumerate(cats)}
+        codes = np.full(len(values), -1, dtype=np.int64)
+        for r, v in enumerate(values):
+            if v is not None:
+                if str(v) not in index:
+                    raise InputError(
+                        f"column {name!r}: value {v!r} was not seen in fit and has no row in the "
+                        "transition matrix; fit PRAM on this table."
+                    )
+                codes[r] = index[str(v)]
+        u = rng.random(len(values))
+        new = codes.copy()
+        cum = np.cumsum(P, axis=1)
+        if cats:  # a column with no value (all missing) stays as it is
+            cum[:, -1] = 1.0
+        for c in range(len(cats)):
+            rows = np.flatnonzero(codes == c)
+            if rows.size:
+                new[rows] = np.minimum(np.searchsorted(cum[c], u[rows], side="right"), len(cats) - 1)
+        return codes, new
+
+    # --- Dask and Spark: the draws of a partition come from SeedSequence(entropy, spawn_key=(partition, batch))
+
+    def _entropy(self) -> int:
+        """The root of the per-partition seeds: ``random_state`` itself for an int (reproducible),
+        fresh OS entropy for None, a draw of the stream for a Generator."""
+        rs = self.random_state
+        if isinstance(rs, (int, np.integer)) and not isinstance(rs, bool):
+            return int(rs)
+        if rs is None:
+            return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]  # fresh OS entropy
+        return int(as_generator(rs).integers(0, 2**63 - 1))
+
+    def _draw_partition(
+        self, pdf: Any, key: tuple[int, int], entropy: int
+    ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.int64]]]:
+        import pandas as pd
+
+        rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
+        return {
+            name: self._draw_column(name, [None if pd.isna(v) else v for v in pdf[name].tolist()], rng)
+            for name in self.columns_
+        }
+
+    def _release_distributed(self, X: Any, entropy: int) -> Any:
+        """The released frame, drawn partition by partition (still lazy, same kind)."""
+        import pandas as pd
+
+        from sdckit._scale import map_partitions
+
+        def release(pdf: Any, key: tuple[int, int]) -> Any:
+            out = pdf.copy()
+            for name, (_, new) in self._draw_partition(pdf, key, entropy).items():
+                cats = self.transition_[name][0]
+                drawn = pd.Series([None if c < 0 else cats[c] for c in new], index=pdf.index, dtype=object)
+                try:
+                    out[name] = drawn.astype(pdf[name].dtype)
+                except (TypeError, ValueError):  # e.g. a missing cell in a numpy integer column
+                    out[name] = drawn
+            return out
+
+        return map_partitions(X, release)
+
+    def _record_distributed(self, X: Any, entropy: int) -> None:
+        """``changes_`` of the draw seeded by ``entropy``, from per-partition (column, from, to, n)
+        tallies (at most m^2 rows per column and partition reach the driver)."""
+        import pandas as pd
+
+        names = list(self.columns_)
+
+        def tally(pdf: Any, key: tuple[int, int]) -> Any:
+            drawn = self._draw_partition(pdf, key, entropy)
+            rows = []
+            for j, name in enumerate(names):
+                codes, new = drawn[name]
+                pairs, n = np.unique(np.column_stack([codes, new]), axis=0, return_counts=True)
+                rows += [(j, int(a), int(b), int(c)) for (a, b), c in zip(pairs.reshape(-1, 2), n, strict=True)]
+            return pd.DataFrame(rows, columns=["j", "src", "dst", "n"], dtype="int64")
+
+        table = partition_tallies(X, tally, ["j", "src", "dst", "n"])
+        self.changes_ = {}
+        for j, name in enumerate(names):
+            part = table[(table[:, 0] == j) & (table[:, 3] > 0)]
+            kept = part[part[:, 1] >= 0]
+            self.changes_[name] = {
+                "cells_changed": int(kept[kept[:, 1] != kept[:, 2], 3].sum()),
+                "values_merged": max(0, len(set(kept[:, 1].tolist())) - len(set(kept[:, 2].tolist()))),
+            }
 
     def transform(self, X: DataSource) -> Any:
         """Draw the released values of the fitted columns (seeded by ``random_state``)."""
         self.check_is_fitted("transition_")
+        if is_distributed(X):
+            self._lazy_in(X, list(self.columns_), reset=False)
+            return self._release_distributed(X, self._entropy())
+        if _lazy_kind(X) is not None:
+            return restore_kind(self.transform(collect_if_lazy(X, type(self).__name__)), X)
         frame, _, was_array = self._frame_in(X, list(self.columns_), reset=False)
         return self._write_output(self._release(frame, self._draw(frame)), was_array)
 

@@ -11,7 +11,7 @@ import narwhals as nw
 import numpy as np
 
 from sdckit._io import DataSource
-from sdckit.anonymize._base import Anonymizer, change_counts, native_out, text_values
+from sdckit.anonymize._base import Anonymizer, _same, change_counts, native_out, text_values
 from sdckit.anonymize._hierarchy import as_hierarchy
 from sdckit.anonymize._lazy import (
     aggregate,
@@ -98,6 +98,10 @@ class GlobalRecoder(Anonymizer):
     (the planner plans it from marginals) and missing cells stay missing. Recoded columns become
     text (interval or group labels) except under numeric labels or a mapping to numbers. A numpy
     array is read as columns ``x0, x1, ...`` (NaN a missing cell) and comes back as an array.
+
+    A lazy frame (polars LazyFrame, DuckDB, Dask, Spark) is fitted from aggregates (a summary row,
+    value counts for quantile bins and hierarchies) and recoded lazily: the same kind of frame
+    comes back, its rows never collected (docs/scale.md).
 
     Parameters
     ----------
@@ -205,10 +209,20 @@ class GlobalRecoder(Anonymizer):
         learned = {name: _learn(name, self.rules[name], stats[name], self._closed_of(name)) for name in names}
         self._set_rules(learned, names)
         exprs: list[nw.Expr] = []
+        merged: dict[str, int] = {}
         for j, name in enumerate(names):
             dtype = schema[name]
             before = present(name, dtype)
-            after, out_dtype = self._expr(frame, name, dtype, stats[name].distinct_cached)
+            if "mapping" in learned[name]:
+                # mapped value by value: the changes follow from the distinct values, compared as in memory
+                old = stats[name].distinct()
+                new = self._apply(name, old)
+                moved = [o for o, v in zip(old, new, strict=True) if not _same(o, v)]
+                merged[name] = max(0, len(old) - len({v for v in new if v is not None}))
+                hit = before.is_in(moved).fill_null(False) if moved else before.is_null() & ~before.is_null()
+                exprs.append(hit.cast(nw.Int64).sum().alias(f"__sdckit{j}_changed"))
+                continue
+            after, out_dtype = self._expr(frame, name, dtype)
             comparable = out_dtype.is_numeric() == dtype.is_numeric()
             exprs += [
                 changed(before, after, comparable).sum().alias(f"__sdckit{j}_changed"),
@@ -220,10 +234,11 @@ class GlobalRecoder(Anonymizer):
         row = aggregate(frame, exprs, what="the cells the recoding changes")
         self.changes_ = {}
         for j, name in enumerate(names):
-            self.changes_[name] = {
-                "cells_changed": int(row[f"__sdckit{j}_changed"] or 0),
-                "values_merged": max(0, int(row[f"__sdckit{j}_before"]) - int(row[f"__sdckit{j}_after"])),
-            }
+            if name in merged:
+                values_merged = merged[name]
+            else:
+                values_merged = max(0, int(row[f"__sdckit{j}_before"]) - int(row[f"__sdckit{j}_after"]))
+            self.changes_[name] = {"cells_changed": int(row[f"__sdckit{j}_changed"] or 0), "values_merged": values_merged}
             if f"__sdckit{j}_outside" in row:
                 self.changes_[name]["outside_breaks"] = int(row[f"__sdckit{j}_outside"] or 0)
         return self

@@ -36,7 +36,9 @@ class TopBottomCoder(Anonymizer):
     Thresholds are numbers (one for all columns, or ``{column: number}``) or quantiles of the
     fitted data (``top_quantile=0.99``: the 99th percentile, numpy's linear interpolation). Values
     at the threshold are kept. With a text ``top_value`` (e.g. ``">= 100000"``) the column becomes
-    text. Missing cells stay missing.
+    text. Missing cells stay missing. A lazy frame (polars LazyFrame, DuckDB, Dask, Spark) is fitted
+    from aggregates (value counts for quantiles; the quantiles are exact) and coded lazily: the same
+    kind of frame comes back (docs/scale.md).
 
     Parameters
     ----------

@@ -219,6 +219,62 @@ class DataExposure:
         return float(self.weight[sizes < self.k].sum()) / self.n
 
 
+class LazyExposure:
+    """Exact exposure of each node on a lazy table (polars LazyFrame, DuckDB, Dask, Spark).
+
+    Per node the columns are recoded where the rows live (each raw value to its label's code,
+    ``replace_strict``) and grouped twice (as :func:`~sdckit.risk._counting.size_histogram`): only the
+    histogram of group sizes reaches the driver. Exposure = sum_{s < k} s g_s / n, g_s the groups of
+    size s: the share of records in groups smaller than k, as :class:`DataExposure` computes it.
+    """
+
+    def __init__(
+        self,
+        frame: Any,
+        names: Sequence[str],
+        values: Sequence[Sequence[Any]],
+        maps: Sequence[Sequence[NDArray[np.int64]]],
+        k: int,
+        n: int,
+    ) -> None:
+        self.frame, self.names, self.values, self.maps, self.k, self.n = frame, list(names), values, maps, k, n
+
+    def _code(self, j: int, level: int) -> Any:
+        import narwhals as nw
+
+        mapped = self.maps[j][level]
+        col = nw.col(self.names[j])
+        old = [v for v in self.values[j] if v is not None]
+        new = [int(mapped[i]) for i, v in enumerate(self.values[j]) if v is not None]
+        expr = col.replace_strict(old, new, default=nw.lit(-1, dtype=nw.Int64), return_dtype=nw.Int64)
+        if any(v is None for v in self.values[j]):
+            none = int(mapped[next(i for i, v in enumerate(self.values[j]) if v is None)])
+            expr = nw.when(col.is_null()).then(nw.lit(none, dtype=nw.Int64)).otherwise(expr)
+        return expr.alias(f"__sdckit_code{j}")
+
+    def __call__(self, node: tuple[int, ...]) -> float:
+        import narwhals as nw
+
+        from sdckit._scale import collect_small
+
+        varied = [j for j, lvl in enumerate(node) if int(self.maps[j][lvl].max(initial=0)) > 0]
+        if not varied:  # every column recoded to one label: one group of n
+            return float(self.n < self.k)
+        # size_histogram's two group_bys, collected through the counted door (driver_rows)
+        by_size = collect_small(
+            self.frame.select(*[self._code(j, node[j]) for j in varied])
+            .group_by(*[f"__sdckit_code{j}" for j in varied])
+            .agg(nw.len().alias("__size"))
+            .group_by("__size")
+            .agg(nw.len().alias("__groups")),
+            what="the group-size histogram of a recoding",
+        )
+        sizes = np.asarray(by_size["__size"].to_numpy(), dtype=np.int64)
+        groups = np.asarray(by_size["__groups"].to_numpy(), dtype=np.int64)
+        small = sizes < self.k
+        return float((sizes[small] * groups[small]).sum()) / self.n
+
+
 def label_codes(cols: Sequence[ColumnLevels], marginals: Marginals) -> list[list[NDArray[np.int64]]]:
     """Per column and level, the code of each raw value's label (raw values coded in marginals order)."""
     out = []

@@ -15,6 +15,7 @@ from sdckit.risk._bounds import _bound
 from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
 from sdckit.risk._lattice import (
     DataExposure,
+    LazyExposure,
     LossMeasure,
     check_loss,
     column_levels,
@@ -103,13 +104,18 @@ class ReleasePlan:
         Withheld columns are dropped; the recodings are those of :attr:`recodings`; local
         suppression with decoys (when the plan suppresses cells) draws its decoys from OS entropy,
         so its cells are close to, not always equal to, :attr:`suppressed` (one draw the planner
-        counted). Same frame type out.
+        counted). Same frame type out: a lazy frame (polars LazyFrame, DuckDB, Dask, Spark) stays
+        lazy, recoded where its rows live (local suppression on it is :class:`LocalSuppressor`'s).
         """
+        from sdckit._io import as_narwhals
         from sdckit.anonymize import GlobalRecoder, LocalSuppressor
         from sdckit.anonymize._base import eager_frame
+        from sdckit.anonymize._lazy import lazy_frame
 
-        frame = eager_frame(data)
-        withheld = [c for c in self.excluded if c in frame.columns]
+        lazy = lazy_frame(data)
+        frame: Any = lazy if lazy is not None else eager_frame(data)
+        names = as_narwhals(frame).collect_schema().names()
+        withheld = [c for c in self.excluded if c in names]
         out = frame.drop(withheld).to_native() if withheld else frame.to_native()
         if self.recodings:
             out = GlobalRecoder(rules={c: dict(r) for c, r in self.recodings.items()}).fit_transform(out)
@@ -533,10 +539,20 @@ def _plan_lattice(
             )
         return float(_bound(m.select(keep), np.asarray(k - 1), method, cap)) if keep else float(n < k)
 
-    measure: DataExposure | None = None
-    if data is not None:
+    measure: DataExposure | LazyExposure | None = None
+    if data is not None and _lazy_data(data) is not None:
+        if suppression is not None:
+            raise ParameterError(
+                "suppression= with a lazy or distributed table counts cells per record, which needs the rows in "
+                "memory; plan the recoding with data= alone (exact exposure per node, counted where the rows "
+                "live), then apply local suppression to the release (LocalSuppressor)."
+            )
+        measure = _lazy_measure(data, marginals, cands, label_codes(cols, marginals), k)
+    elif data is not None:
         measure = DataExposure(_data_codes(data, marginals, cands), label_codes(cols, marginals), k)
-        evaluate: Callable[[tuple[int, ...]], float] = measure
+    evaluate: Callable[[tuple[int, ...]], float]
+    if measure is not None:
+        evaluate = measure
         limit = max(budget, suppression or 0.0)
     else:
         evaluate = node_bound
@@ -561,6 +577,7 @@ def _plan_lattice(
             if node_exposure <= budget:
                 total, cells = node_loss, {}
             else:
+                assert isinstance(measure, DataExposure)  # lazy data plans without suppression
                 cells = _suppression_cells(measure, node, cands, k)
                 total = node_loss + sum(cells.values()) / (n * len(cands))
             if total < best_total:
@@ -614,6 +631,42 @@ def _without_withholding(col: Any) -> Any:
     """The column's levels without those that give everyone one label (kept: at least level 0)."""
     keep = [lv for i, lv in enumerate(col.labels) if i == 0 or len(set(lv.values())) > 1 or len(lv) <= 1]
     return replace(col, labels=tuple(keep), hierarchy=col.hierarchy if col.hierarchy is not None else False)
+
+
+def _lazy_data(data: Any) -> Any:
+    from sdckit.anonymize._lazy import lazy_frame
+
+    return lazy_frame(data)
+
+
+def _lazy_measure(
+    data: Any, marginals: Marginals, columns: Sequence[str], maps: Sequence[Sequence[NDArray[np.int64]]], k: int
+) -> LazyExposure:
+    """The exact per-node exposure of a lazy table, checked against the marginals (its number of
+    rows and each column's values, from one aggregate row and one value count per column)."""
+    from sdckit._io import check_columns
+    from sdckit.anonymize._lazy import aggregate, value_counts
+
+    frame = _lazy_data(data)
+    names = check_columns(frame, list(columns))
+    import narwhals as nw
+
+    n = int(aggregate(frame, [nw.len().alias("n")], what="the number of records")["n"])
+    if n != marginals.n:
+        raise ParameterError(
+            f"data has {n:,} records but the marginals count {marginals.n:,}; plan with the marginals "
+            "of this very table (Marginals.from_data(data, columns))."
+        )
+    schema = frame.collect_schema()
+    for name in names:
+        known = {v for v in marginals.values[name] if v is not None}
+        stray = [v for v in value_counts(frame, name, schema[name])[0] if v not in known]
+        if stray:
+            raise ParameterError(
+                f"column {name!r}: value {stray[0]!r} of the data is not in the marginals; count the marginals "
+                "of this very table."
+            )
+    return LazyExposure(frame, names, [list(marginals.values[c]) for c in names], maps, k, n)
 
 
 def _data_codes(data: Any, marginals: Marginals, columns: Sequence[str]) -> NDArray[np.int64]:
