@@ -88,7 +88,8 @@ def test_individual_risk_column_on_dask(data: pl.DataFrame, dask_driver_rows: Dr
     ddf = _dask(data)
     with _Counted(dask_driver_rows) as c:
         out = with_individual_risk(ddf, KEYS, weights="w", missing=missing)  # type: ignore[arg-type]
-    assert c.independent == c.sdckit <= 4 + 2  # patterns, weight check, population check
+    # the patterns (wildcard) and the weight check; weights >= 1 need no F_k >= f_k pass
+    assert c.independent == c.sdckit == (4 + 1 if missing == "wildcard" else 1)
     want = individual_risk(data, KEYS, weights="w", missing=missing)  # type: ignore[arg-type]
     got = _back(out)
     np.testing.assert_allclose(by_id(got, "risk_individual"), want.risk, rtol=1e-12)
@@ -103,7 +104,8 @@ def test_l_diversity_on_dask_brings_one_row_per_group(data: pl.DataFrame, dask_d
     want = l_diversity(data, KEYS, ["diagnosis", "age"], c=2.0)
     assert c.independent == c.sdckit == want.n_groups  # the group table, nothing else
     assert canonical_groups(got) == canonical_groups(want)
-    assert got.n == want.n and got.l == want.l
+    assert got.n == want.n
+    assert got.l == want.l
     assert got.not_diverse(3) == pytest.approx(want.not_diverse(3), abs=1e-15)
 
 
@@ -120,8 +122,11 @@ def test_suda2_within_blocks_on_dask(data: pl.DataFrame, dask_driver_rows: Drive
     for s in range(1, len(cols) + 1):
         assert np.array_equal(got[f"msu_size_{s}"].to_numpy(), ref[f"msu_size_{s}"].to_numpy())
     exact = suda2(data, cols)
+    # the block is a key column: a record is unique on all keys in its block iff in the table, so the
+    # records with an MSU are the same; their scores may differ (docs/scale.md measures it on Adult)
+    assert np.array_equal(got["suda_score"].to_numpy() > 0, exact.scores > 0)
     differ = float(np.mean(got["suda_score"].to_numpy() != exact.scores))
-    assert differ < 0.05  # the measured cost of blocking here (docs/scale.md gives Adult's)
+    assert 0 < differ < 0.05
 
 
 def test_suda2_with_one_block_is_exact(data: pl.DataFrame) -> None:

@@ -195,7 +195,9 @@ def check_numeric(
     data = source if isinstance(source, Data) else read_data(source, columns, missing=missing)
     frame = data.frame
     if isinstance(frame, nw.LazyFrame):
-        frame = frame.collect()
+        from sdckit._scale import collect_small
+
+        frame = collect_small(frame, what="the numeric columns", limit=None)  # counted in driver_rows()
     names = list(data.columns)
     if len(frame) == 0:
         raise EmptyTableError("the table has no rows; there is nothing to mask.")

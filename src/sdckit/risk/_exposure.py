@@ -335,7 +335,9 @@ def record_risk(
     thr = None if k is None else int(threshold(1, k=k))
     if isinstance(as_narwhals(data) if not isinstance(data, (str, os.PathLike)) else None, nw.LazyFrame):
         raise UnreadableInputError(
-            "record_risk adds a column per row; collect the lazy frame first (.collect())."
+            "record_risk adds a column per row of a frame in memory; on a lazy frame use "
+            "sdckit.risk.with_group_sizes (the group size as a lazy column) or with_individual_risk, "
+            "or collect the frame first."
         )
     existing = (
         set(as_narwhals(data).collect_schema().names()) if not isinstance(data, (str, os.PathLike)) else set()

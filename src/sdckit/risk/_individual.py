@@ -301,7 +301,8 @@ def with_individual_risk(
     of a lazy frame of the same kind (polars LazyFrame, DuckDB, Dask, Spark): f_k and F_k by one
     ``group_by`` and one join (``missing="wildcard"``: per missingness pattern, see
     :func:`sdckit.risk.with_wildcard_sizes`), r_k as an expression. Nothing but one row per
-    missingness pattern and the weight checks' one aggregate row reaches the driver. The global
+    missingness pattern and the weight check's one aggregate row reach the driver (and, when a
+    weight is below 1, one more: the check that F_k >= f_k). The global
     risk is then one sum: ``out.select(nw.col("risk_individual").sum())`` on the engine.
 
     Examples
@@ -322,8 +323,7 @@ def with_individual_risk(
     warn_weight_columns(tuple(cols))
     original = frame.collect_schema().names()
     check_new_columns(original, RISK_COLUMNS)
-    if weights is not None:
-        check_weight_column(frame, weights, cols)
+    lightest = check_weight_column(frame, weights, cols) if weights is not None else None
     risk, size, pop = RISK_COLUMNS
     keyed = with_keys(frame, cols, weights)
     if missing == "wildcard":
@@ -332,7 +332,7 @@ def with_individual_risk(
         out = attach_group_counts(keyed, len(cols), size=size, weights=weights, weight_sum=pop)
     if weights is None:
         out = out.with_columns(nw.col(size).cast(nw.Float64).alias(pop))
-    else:
+    elif lightest is not None and lightest < 1.0:  # weights >= 1 give F_k >= f_k: no pass needed
         _check_lazy_population(out, size, pop, weights)
     out = out.with_columns(benedetti_franconi_expr(size, pop).alias(risk))
     return drop_keys(out, original, RISK_COLUMNS).to_native()

@@ -25,7 +25,7 @@ from sdckit.errors import ParameterError
 PATTERN = "__sdc_pattern"
 _COUNT = "__sdc_n"
 _WEIGHT = "__sdc_w"
-ONE = "__sdc_one"  # counted by sum: Dask's groupby size on several keys fails to lower with >3 partitions
+ONE = "__sdc_one"  # rows are counted as a sum of ones: a plain aggregation every engine's group_by takes
 WEIGHT_VALUE = "__sdc_wv"  # the weights as float64, made before any group_by (Dask aggregates plain columns)
 _PATTERN_LIMIT = 4096  # more missingness patterns than this: P^2 joins, warned
 
@@ -46,7 +46,7 @@ def _identity(pdf: Any) -> Any:
 
 
 def joinable(grouped: nw.LazyFrame[Any]) -> nw.LazyFrame[Any]:
-    """A group-by result ready to be joined back: on Dask, behind an identity ``map_partitions``.
+    """A group-by result ready to be joined or grouped again: on Dask, behind an identity ``map_partitions``.
 
     dask 2026.8 fails to lower a merge on several keys with a groupby whose ``split_out`` > 1 (which
     it picks itself for many keys): ``KeyError: [...] not in index``. The identity map hides the
@@ -83,6 +83,10 @@ def with_keys(
     A missing cell becomes 0 (numeric) or "" (anything else, as text): the pattern tells it apart from
     a real 0 or "".
     """
+    if len(columns) > 62:
+        raise ParameterError(
+            f"{len(columns)} key columns: the missingness pattern is a 62-bit integer; measure at most 62 keys."
+        )
     schema = frame.collect_schema()
     pattern: nw.Expr = nw.lit(0, dtype=nw.Int64)
     keys = []
@@ -153,14 +157,22 @@ def attach_wildcard_sizes(
     :func:`sdckit.risk.wildcard_group_sizes`) as ``size``, and the sum of ``weights`` over the
     compatible rows as ``weight_sum``.
 
-    For the rows of pattern B and each distinct union U = A | B over the patterns A: the rows of
-    the patterns A with A | B = U grouped on the keys present in U's complement, left-joined to B's
-    rows on those keys, and the counts added up; a U with no key present adds the patterns' row
+    Each pattern A's rows are counted once on the keys present in A (one ``group_by`` over the
+    rows). For the rows of pattern B and each distinct union U = A | B: those cell counts of the
+    patterns A with A | B = U, summed on the keys present in neither (a ``group_by`` of O(groups)
+    rows), left-joined to B's rows on those keys, and the counts added up; a U with no key present adds the patterns' row
     counts as literals. The pieces of the patterns are concatenated: the same rows, in another order.
     """
     p = len(columns)
     full = (1 << p) - 1
     patterns = missing_patterns(keyed, columns, weights)
+    # one pass over the rows per pattern A: its cells on the keys present in A; every pair (A, B)
+    # then coarsens these (O(groups) rows) instead of scanning the rows again
+    cells: dict[int, nw.LazyFrame[Any]] = {}
+    for a, _, _ in patterns:
+        present_a = [key_name(j) for j in range(p) if not (a >> j) & 1]
+        if present_a:
+            cells[a] = joinable(keyed.filter(nw.col(PATTERN) == a).group_by(*present_a).agg(*_aggs(weights)))
     pieces = []
     for b, _, _ in patterns:
         rows = keyed.filter(nw.col(PATTERN) == b)
@@ -177,10 +189,13 @@ def attach_wildcard_sizes(
                 literal_w += sum(w for a, _, w in patterns if a in members)
                 continue
             cn, cw = f"__sdc_c{t}", f"__sdc_cw{t}"
-            aggs = [nw.col(ONE).sum().alias(cn)]
+            aggs = [nw.col(_COUNT).sum().alias(cn)]
             if weights is not None:
-                aggs.append(nw.col(WEIGHT_VALUE).sum().alias(cw))
-            counts = joinable(keyed.filter(nw.col(PATTERN).is_in(members)).group_by(*present).agg(*aggs))
+                aggs.append(nw.col(_WEIGHT).sum().alias(cw))
+            kept = [_WEIGHT] if weights is not None else []
+            parts = [cells[a].select(*present, _COUNT, *kept) for a in members]
+            stacked = parts[0] if len(parts) == 1 else nw.concat(parts, how="vertical")
+            counts = joinable(stacked.group_by(*present).agg(*aggs))
             rows = rows.join(counts, on=present, how="left")
             size_terms.append(nw.col(cn).fill_null(0))
             if weights is not None:
@@ -196,6 +211,11 @@ def attach_wildcard_sizes(
             new.append(total_w.cast(nw.Float64).alias(weight_sum))
         pieces.append(rows.with_columns(*new))
     names = [*keyed.collect_schema().names(), size, *([weight_sum] if weights is not None and weight_sum else [])]
+    if not pieces:  # no rows: the columns, typed
+        empty = [nw.lit(0, dtype=nw.Int64).alias(size)]
+        if weights is not None and weight_sum is not None:
+            empty.append(nw.lit(0.0, dtype=nw.Float64).alias(weight_sum))
+        return keyed.with_columns(*empty)
     pieces = [piece.select(*names) for piece in pieces]
     return pieces[0] if len(pieces) == 1 else nw.concat(pieces, how="vertical")
 

@@ -19,7 +19,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy, read_data
-from sdckit._scale import collect_small
+from sdckit._scale import collect_all, collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._checks import check_groupable, warn_weight_columns
 from sdckit.risk._counting import group_ids, sorted_codes
@@ -295,13 +295,16 @@ def l_diversity(
     d = read_data(data, [*qi_list, *sens_list], missing=missing)
     check_groupable(d.frame, list(d.columns))
     warn_weight_columns(qi_list)
-    if isinstance(d.frame, nw.LazyFrame):
-        n_lazy, lazy_sizes, lazy_per = _lazy_l_diversity(d.frame, qi_list, sens_list, cf, t_closeness)
+    if isinstance(d.frame, nw.LazyFrame) and not t_closeness:
+        n_lazy, lazy_sizes, lazy_per = _lazy_l_diversity(d.frame, qi_list, sens_list, cf)
         return LDiversity(
             quasi_identifiers=tuple(qi_list), sensitive=tuple(sens_list), n=n_lazy, n_dropped=d.n_dropped, c=cf,
             group_sizes=lazy_sizes, per_column=tuple(lazy_per),
         )
-    df = d.frame.to_polars()
+    # the ordered distance of t-closeness needs every value of every group: collected, and said so
+    df = collect_all(
+        d.frame, what="l_diversity with t_closeness", instead="t_closeness=False measures l-diversity where they live."
+    ).to_polars()
     n = df.height
     gid, n_groups = _qi_group_ids(df, qi_list)
     sizes = np.bincount(gid, minlength=n_groups).astype(np.int64)
@@ -352,7 +355,7 @@ def l_diversity(
 
 
 def _lazy_l_diversity(
-    frame: nw.LazyFrame[Any], qi: list[str], sensitive: list[str], c: float, t_closeness: bool
+    frame: nw.LazyFrame[Any], qi: list[str], sensitive: list[str], c: float
 ) -> tuple[int, NDArray[np.int64], list[SensitiveDiversity]]:
     """(n, group sizes, per-column diversity) of a lazy frame, by group-bys and joins on the engine.
 
@@ -363,11 +366,6 @@ def _lazy_l_diversity(
     0, t_v) of them satisfy r_1 < c T (one self-join of the levels within each group). Only one row
     per group reaches the driver.
     """
-    if t_closeness:
-        raise ParameterError(
-            "t_closeness on a lazy frame is not computed where the rows live (the ordered distance needs every "
-            "value of every group); measure l-diversity lazily and t-closeness on a sample or collected frame."
-        )
     q = len(qi)
     schema = frame.collect_schema()
     keyed = with_keys(frame, qi)

@@ -54,9 +54,10 @@ def check_numeric_weights(series: nw.Series[Any], name: str) -> NDArray[np.float
 
 def check_weight_column(
     frame: nw.DataFrame[Any] | nw.LazyFrame[Any], name: str, columns: Sequence[str]
-) -> None:
+) -> float | None:
     """Check a weight column where the data lives: not a key column, numeric, complete, positive,
-    finite (eager frames name the row; lazy frames are checked with one aggregate pass)."""
+    finite (eager frames name the row; lazy frames are checked with one aggregate pass, and their
+    smallest weight is returned; None for eager frames)."""
     if name in columns:
         raise InputError(
             f"column {name!r} is both a key column and the weights; a weight is not an attribute an "
@@ -64,13 +65,13 @@ def check_weight_column(
         )
     if isinstance(frame, nw.DataFrame):
         check_numeric_weights(frame[name], name)
-        return
+        return None
     dtype = frame.collect_schema()[name]
     if not (dtype.is_numeric() and dtype != nw.Boolean):
         raise NonNumericColumnError(name, str(dtype))
     col = nw.col(name)
     stats = collect_small(
-        frame.select(col.is_null().sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")),
+        frame.select(col.is_null().cast(nw.Int64).sum().alias("nulls"), col.min().alias("lo"), col.max().alias("hi")),
         what=f"the checks of the weights {name!r}",
         limit=1,
     )
@@ -83,6 +84,7 @@ def check_weight_column(
             f"column {name!r} holds the weight {bad!r}; a sampling weight is a positive, finite number of "
             "population units per record."
         )
+    return float(lo)
 
 
 def read_keys_and_weights(

@@ -374,8 +374,16 @@ class NoisyPCA(Estimator):
         return np.asarray(z @ self.components_[: self._n_out()].T, dtype=float)
 
     def _transform_lazy(self, X: DataSource) -> Any:
+        import sklearn
+
         from sdckit._scale import collect_small
 
+        wanted = getattr(self, "_sklearn_output_config", {}).get("transform", sklearn.get_config()["transform_output"])
+        if wanted != "default":
+            raise ParameterError(
+                f"set_output(transform={wanted!r}) builds a frame in memory, but X is lazy: its scores are added as "
+                "columns and it stays lazy. Use set_output(transform='default') for lazy input."
+            )
         frame = as_narwhals(X)
         assert isinstance(frame, nw.LazyFrame)
         schema = frame.collect_schema()
@@ -392,7 +400,7 @@ class NoisyPCA(Estimator):
             raise InputError(f"X already has a column {taken[0]!r}; rename it before adding the scores.")
         value = {c: nw.col(c).cast(nw.Float64) for c in cols}
         nulls = collect_small(
-            frame.select(*[(value[c].is_null() | value[c].is_nan()).sum().alias(c) for c in cols]),
+            frame.select(*[(value[c].is_null() | value[c].is_nan()).cast(nw.Int64).sum().alias(c) for c in cols]),
             what="missing-cell counts",
             limit=1,
         )
