@@ -329,20 +329,24 @@ def _round(
     """Score every option, take the cheapest ones that do not collide; returns how many were taken."""
     k, rng = state.k, state.rng
     h = _row_hash(pats, tables)
-    scored: list[tuple[NDArray[np.uint64], NDArray[np.float64], NDArray[np.uint64], NDArray[np.int64]]] = []
+    # per subset only the deficient slices' targets and costs: a full (target, order) pair per subset
+    # would hold 2 x subsets x groups integers (on 10^7 rows, 42,000 groups x 255 subsets: 170 MB);
+    # the few subsets a pick uses are scored again (the same deterministic figures)
+    scored: list[tuple[NDArray[np.uint64], NDArray[np.float64]]] = []
+    full: dict[int, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
     best = np.inf
     table = np.concatenate(tables)
     offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
     for s in subsets:
         got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
-        scored.append(got)
+        scored.append((got[0], got[1]))
         if got[1].size:
             best = min(best, float(got[1].min()))
     if not np.isfinite(best):
         return 0
     limit = best * ROUND_SLACK + 1e-9
     picks: list[tuple[float, int, int]] = []
-    for si, (slices, score, _, _) in enumerate(scored):
+    for si, (slices, score) in enumerate(scored):
         keep = score <= limit
         picks.extend(zip(score[keep].tolist(), [si] * int(keep.sum()), slices[keep].tolist(), strict=True))
     # cheapest first; among equal costs, an order drawn at random (no row is favoured by its position)
@@ -354,7 +358,10 @@ def _round(
     for i in order:
         _, si, t = picks[i]
         s = subsets[si]
-        target, idx = scored[si][2], scored[si][3]
+        if si not in full:
+            got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
+            full[si] = (got[2], got[3])
+        target, idx = full[si]
         lo = _first(target, idx, np.uint64(t))
         hi = lo
         while hi < idx.size and target[idx[hi]] == t:
