@@ -345,18 +345,18 @@ def _round(
     if not np.isfinite(best):
         return 0
     limit = best * ROUND_SLACK + 1e-9
-    picks: list[tuple[float, int, int]] = []
-    for si, (slices, score) in enumerate(scored):
-        keep = score <= limit
-        picks.extend(zip(score[keep].tolist(), [si] * int(keep.sum()), slices[keep].tolist(), strict=True))
+    kept = [score <= limit for _, score in scored]
+    pick_score = np.concatenate([score[m] for (_, score), m in zip(scored, kept, strict=True)])
+    pick_subset = np.concatenate([np.full(int(m.sum()), si, dtype=np.int64) for si, m in enumerate(kept)])
+    pick_slice = np.concatenate([slices[m] for (slices, _), m in zip(scored, kept, strict=True)])
     # cheapest first; among equal costs, an order drawn at random (no row is favoured by its position)
-    tie = rng.permutation(len(picks))
-    order = sorted(range(len(picks)), key=lambda i: (picks[i][0], tie[i]))
+    tie = rng.permutation(pick_score.size)
+    order = np.lexsort((tie, pick_score))
     tuples = [tuple(r) for r in pats.tolist()]
     locked: set[tuple[int, ...]] = set()
     taken = 0
-    for i in order:
-        _, si, t = picks[i]
+    for i in order.tolist():
+        si, t = int(pick_subset[i]), int(pick_slice[i])
         s = subsets[si]
         if si not in full:
             got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
