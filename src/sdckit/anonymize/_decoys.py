@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-__all__ = ["DecoyResult", "decoy_suppress", "exact_group_sizes", "suppressed_value_posterior"]
+__all__ = ["DecoyPlan", "DecoyResult", "decoy_plan", "decoy_suppress", "exact_group_sizes", "suppressed_value_posterior"]
 
 MAX_ALL_SUBSETS = 10
 """Up to this many keys every subset of columns is an option; beyond, subsets of up to 3 keys and all keys."""
@@ -88,29 +88,64 @@ def decoy_suppress(
 
     ``codes`` (n, p): integer codes, -1 for a cell already missing (a value like any other);
     ``weight[j]``: the cost of suppressing one cell of key j; ``rng``: the decoys' draw. Works on
-    the distinct rows with their counts; the rows of one distinct row are identical, so which of
-    them goes where is drawn at random at the end.
+    the distinct rows with their counts (:func:`decoy_plan`); the rows of one distinct row are
+    identical, so which of them goes where is drawn at random at the end.
     """
     n, p = codes.shape
     if n == 0 or p == 0 or k <= 1:
         return DecoyResult(np.zeros((n, p), bool), np.zeros((n, p), bool), 0)
     origins, inverse = np.unique(codes, axis=0, return_inverse=True)
     inverse = inverse.ravel()
-    state = _State(origins, np.bincount(inverse, minlength=origins.shape[0]), k, rng)
-    tables = _hash_tables(codes)
-    subsets = _subsets(p)
+    plan = decoy_plan(origins, np.bincount(inverse, minlength=origins.shape[0]), k, weight, rng)
+    result = plan.state.rows(codes, inverse)
+    return DecoyResult(result.suppressed, result.decoys, plan.rounds, result.decoy_cells)
+
+
+@dataclass(frozen=True)
+class DecoyPlan:
+    """The release of a table of distinct rows: for each distinct input row, where its rows go."""
+
+    state: _State
+    rounds: int
+
+    @property
+    def targets(self) -> dict[int, list[tuple[tuple[int, ...], int]]]:
+        """Per distinct input row (its index in ``origins``), the released rows ``(codes, m)`` its
+        rows become, m of them each; the m add up to its count."""
+        out: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        for t, comp in self.state.comp.items():
+            for origin, m in comp.items():
+                out.setdefault(origin, []).append((t, m))
+        return out
+
+    @property
+    def decoy_cells(self) -> int:
+        return self.state.decoy_cells
+
+
+def decoy_plan(
+    origins: NDArray[np.int32], counts: NDArray[np.int64], k: int, weight: NDArray[np.float64], rng: np.random.Generator
+) -> DecoyPlan:
+    """The decoy rounds on the distinct rows ``origins`` (sorted, as :func:`numpy.unique` gives them)
+    and their ``counts``: every released group ends with >= k identical rows.
+
+    Needs only the table of distinct rows and counts (one row per group), so it runs the same on
+    a group table counted where the rows live (a distributed group-by) as on a table in memory.
+    """
+    state = _State(origins, np.asarray(counts, dtype=np.int64), k, rng)
+    tables = _hash_tables(origins)
+    subsets = _subsets(origins.shape[1])
     rounds = 0
     while True:
-        pats, counts = state.arrays()
-        deficient = counts < k
+        pats, cnts = state.arrays()
+        deficient = cnts < k
         if not deficient.any():
             break
         rounds += 1
-        if not _round(state, pats, counts, deficient, weight, subsets, tables):
-            state.fallback(pats, counts, deficient)
+        if not _round(state, pats, cnts, deficient, weight, subsets, tables):
+            state.fallback(pats, cnts, deficient)
     state.restore(weight)
-    result = state.rows(codes, inverse)
-    return DecoyResult(result.suppressed, result.decoys, rounds, result.decoy_cells)
+    return DecoyPlan(state, rounds)
 
 
 class _State:
@@ -294,32 +329,39 @@ def _round(
     """Score every option, take the cheapest ones that do not collide; returns how many were taken."""
     k, rng = state.k, state.rng
     h = _row_hash(pats, tables)
-    scored: list[tuple[NDArray[np.uint64], NDArray[np.float64], NDArray[np.uint64], NDArray[np.int64]]] = []
+    # per subset only the deficient slices' targets and costs: a full (target, order) pair per subset
+    # would hold 2 x subsets x groups integers (on 10^7 rows, 42,000 groups x 255 subsets: 170 MB);
+    # the few subsets a pick uses are scored again (the same deterministic figures)
+    scored: list[tuple[NDArray[np.uint64], NDArray[np.float64]]] = []
+    full: dict[int, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
     best = np.inf
     table = np.concatenate(tables)
     offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
     for s in subsets:
         got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
-        scored.append(got)
+        scored.append((got[0], got[1]))
         if got[1].size:
             best = min(best, float(got[1].min()))
     if not np.isfinite(best):
         return 0
     limit = best * ROUND_SLACK + 1e-9
-    picks: list[tuple[float, int, int]] = []
-    for si, (slices, score, _, _) in enumerate(scored):
-        keep = score <= limit
-        picks.extend(zip(score[keep].tolist(), [si] * int(keep.sum()), slices[keep].tolist(), strict=True))
+    kept = [score <= limit for _, score in scored]
+    pick_score = np.concatenate([score[m] for (_, score), m in zip(scored, kept, strict=True)])
+    pick_subset = np.concatenate([np.full(int(m.sum()), si, dtype=np.int64) for si, m in enumerate(kept)])
+    pick_slice = np.concatenate([slices[m] for (slices, _), m in zip(scored, kept, strict=True)])
     # cheapest first; among equal costs, an order drawn at random (no row is favoured by its position)
-    tie = rng.permutation(len(picks))
-    order = sorted(range(len(picks)), key=lambda i: (picks[i][0], tie[i]))
+    tie = rng.permutation(pick_score.size)
+    order = np.lexsort((tie, pick_score))
     tuples = [tuple(r) for r in pats.tolist()]
     locked: set[tuple[int, ...]] = set()
     taken = 0
-    for i in order:
-        _, si, t = picks[i]
+    for i in order.tolist():
+        si, t = int(pick_subset[i]), int(pick_slice[i])
         s = subsets[si]
-        target, idx = scored[si][2], scored[si][3]
+        if si not in full:
+            got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
+            full[si] = (got[2], got[3])
+        target, idx = full[si]
         lo = _first(target, idx, np.uint64(t))
         hi = lo
         while hi < idx.size and target[idx[hi]] == t:

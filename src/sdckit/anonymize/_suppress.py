@@ -9,14 +9,23 @@ import math
 from collections.abc import Sequence
 from typing import Any, Self
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
 from sdckit._estimator import RandomState, as_generator
-from sdckit._io import DataSource
+from sdckit._io import DataSource, check_columns
 from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
 from sdckit.anonymize._decoys import decoy_suppress, exact_group_sizes, suppressed_value_posterior
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
+from sdckit.anonymize._suppress_lazy import (
+    LazyResult,
+    apply_plan,
+    group_table,
+    is_lazy,
+    suppress_lazy,
+    table_fingerprint,
+)
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import check_k
 from sdckit.risk._checks import check_group_size
@@ -175,6 +184,16 @@ class LocalSuppressor(Anonymizer):
         missing read as a value (0 without redaction).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
         "cells_redacted"}``.
+    n_passes_ : int, (lazy frames only) distributed passes over the rows, each a group-by: the
+        first counts the groups the decoy rounds run on, the last verifies that no released group
+        is smaller than k (2 for a frame that gives the same rows each time it is computed).
+    n_rounds_ : int, (lazy frames only) decoy rounds run on the driver's group table.
+
+    On a polars LazyFrame, Dask or Spark frame (decoys only) the rows never reach the driver:
+    fit counts the groups where the rows live, runs the decoy rounds on the group table (with the
+    same ``random_state``, the very groups of the in-memory release) and transform returns a lazy
+    frame of the same kind (:mod:`sdckit.anonymize._suppress_lazy`); the per-row attributes
+    (``suppressed_``, ``redacted_``, ``group_sizes_``, ``value_posterior_``) are then not set.
 
     Notes
     -----
@@ -247,6 +266,9 @@ class LocalSuppressor(Anonymizer):
         if not isinstance(self.delta, (int, float)) or not 0 < self.delta < 1:
             raise ParameterError(f"delta={self.delta!r} must be strictly between 0 and 1, e.g. 0.05.")
         as_generator(self.random_state)  # a bad random_state fails here, before any data is read
+        if is_lazy(X):
+            return self._fit_lazy(X, k)
+        self._lazy: tuple[Any, LazyResult] | None = None
         frame, names, _ = self._frame_in(X, self.columns, reset=True)
         n = len(frame)
         if n < k:
@@ -261,9 +283,7 @@ class LocalSuppressor(Anonymizer):
         rank = _ranks(self.importance, names, supports)
         codes_rows = np.ascontiguousarray(original.T)
         if self.method == "decoys":
-            spread = float(rank.max() - rank.min()) + 1.0 if len(names) else 1.0
-            scale = 1.0 if self.importance is not None else 1e-3
-            weight = 1.0 + scale * (rank.max(initial=0) - rank).astype(np.float64) / spread
+            weight = _decoy_weight(rank, self.importance is not None)
             got = decoy_suppress(codes_rows, k, weight, as_generator(self.random_state))
             suppressed = got.suppressed
         else:
@@ -299,8 +319,49 @@ class LocalSuppressor(Anonymizer):
         self.fingerprint_ = _fingerprint(frame, names)
         return self
 
+    def _fit_lazy(self, X: Any, k: int) -> Self:
+        """Decoys on a polars LazyFrame, Dask or Spark frame, in distributed passes
+        (:mod:`sdckit.anonymize._suppress_lazy`): only group tables reach the driver."""
+        if self.method != "decoys":
+            raise ParameterError(
+                f"method={self.method!r} compares every record with every other one and needs all rows in memory; "
+                "on a lazy or distributed frame use method='decoys' (the default: it works on the group counts), "
+                "or collect the frame first."
+            )
+        frame = nw.from_native(X)
+        names = check_columns(frame, self.columns)
+        table = group_table(frame if isinstance(frame, nw.LazyFrame) else frame.lazy(), names)
+        supports = np.asarray(
+            [int(np.max(column_codes(table[c]), initial=-1)) + 1 for c in names], dtype=np.int64
+        )
+        weight = _decoy_weight(_ranks(self.importance, names, supports), self.importance is not None)
+        got = suppress_lazy(X, names, k, weight, as_generator(self.random_state), table)
+        cells = sum((p.cells for p in got.plans), np.zeros(len(names), dtype=np.int64))
+        self.columns_ = tuple(names)
+        self.n_features_in_ = len(frame.columns)
+        self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
+        self.n_passes_ = got.n_passes
+        self.n_rounds_ = sum(p.rounds for p in got.plans)
+        self.n_suppressed_ = int(cells.sum())
+        self.n_decoy_cells_ = sum(p.decoy_cells for p in got.plans)
+        self.redaction_allowance_ = 0.0
+        self.changes_ = {
+            name: {"cells_changed": int(cells[j]), "values_merged": 0, "cells_suppressed": int(cells[j]), "cells_redacted": 0}
+            for j, name in enumerate(names)
+        }
+        self.n_rows_ = got.n_rows
+        self.fingerprint_ = got.fingerprint
+        self._lazy = (X, got)
+        return self
+
     def transform(self, X: DataSource) -> Any:
-        """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched."""
+        """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched.
+
+        On a lazy or distributed frame the result is a frame of the same kind, still lazy.
+        """
+        lazy = getattr(self, "_lazy", None)
+        if lazy is not None:
+            return self._transform_lazy(X, *lazy)
         self.check_is_fitted("suppressed_")
         frame, names, was_array = self._frame_in(X, list(self.columns_), reset=False)
         if len(frame) != self.n_rows_ or _fingerprint(frame, names) != self.fingerprint_:
@@ -310,6 +371,35 @@ class LocalSuppressor(Anonymizer):
             )
         masks = {name: self.suppressed_[:, j] | self.redacted_[:, j] for j, name in enumerate(names)}
         return self._write_output(with_nulls(frame, masks), was_array)
+
+
+    def _transform_lazy(self, X: Any, fitted: Any, got: LazyResult) -> Any:
+        if X is fitted:
+            return got.release
+        if not is_lazy(X):
+            raise ParameterError(
+                "LocalSuppressor was fitted on a lazy frame and decides cells for that very frame; "
+                "call fit_transform(...) on this table instead."
+            )
+        frame = nw.from_native(X)
+        table = group_table(frame if isinstance(frame, nw.LazyFrame) else frame.lazy(), list(self.columns_))
+        if table_fingerprint(table, list(self.columns_)) != self.fingerprint_:
+            raise ParameterError(
+                "LocalSuppressor decides cells for the very table it was fitted on, and this is another "
+                "table; call fit_transform(...) on it instead."
+            )
+        out = X
+        for plan in got.plans:
+            out = apply_plan(out, plan)
+        return out
+
+
+def _decoy_weight(rank: NDArray[np.int64], importance_given: bool) -> NDArray[np.float64]:
+    """Cost of one suppressed cell per key: 1 for the least important key, up to 2 for the most
+    important (1.001 without ``importance``: then only ties are broken)."""
+    spread = float(rank.max() - rank.min()) + 1.0 if rank.size else 1.0
+    scale = 1.0 if importance_given else 1e-3
+    return 1.0 + scale * (rank.max(initial=0) - rank).astype(np.float64) / spread
 
 
 def _fingerprint(frame: Any, names: Sequence[str]) -> str:

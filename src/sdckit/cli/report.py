@@ -173,6 +173,9 @@ def run(
     if seed is not None:
         cfg = cfg.replace(seed=seed, reproducible=True)
     check_pipeline_outputs(cfg, [pipeline])  # before any work: no output over an input, every output writable
+    if cfg.engine != "polars":
+        _run_distributed(cfg, as_json)
+        return
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance)
@@ -211,4 +214,40 @@ def run(
                      "(it is not this release).", highlight=False)
     if result.refused:
         stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
+        raise typer.Exit(1)
+
+
+def _run_distributed(cfg: Any, as_json: bool) -> None:
+    """``engine: dask`` or ``spark``: the steps where the rows live, the release written as Parquet part files."""
+    from sdckit.pipeline import run_distributed, write_distributed
+
+    result = run_distributed(cfg)
+    written = write_distributed(result)
+    payload = {
+        "engine": result.engine,
+        "within_budget": written.within_budget,
+        "refused": written.refused,
+        "release": written.measure,
+        "steps": [s.to_dict() for s in result.steps],
+        "outputs": {"data": str(written.path.resolve())} if written.path else {},
+        "parts": len(written.files),
+    }
+    if as_json:
+        print_json(payload)
+    else:
+        stdout.print(f"[bold]{escape(cfg.name)}[/] ({result.engine})")
+        for i, step in enumerate(result.steps, 1):
+            stdout.print(f"  {i}. {step.kind}: {escape(step.description)}")
+        m = written.measure
+        stdout.print(
+            f"Release as written: {m['n_rows']:,} rows in {m['n_groups']:,} groups, k-anonymity {m['k_anonymity']}, "
+            f"exposure at k = {m['k']}: {m['exposure_at_k']:.2%} (budget {m['budget']:.2%})"
+        )
+        if written.path is not None:
+            stdout.print(f"data: [bold]{written.path.resolve()}[/] ({len(written.files)} Parquet part files)")
+        if written.set_aside is not None:
+            stderr.print(f"[yellow]The release of an earlier run at {cfg.output_data} was renamed {written.set_aside.name}[/]")
+    if written.refused:
+        if not as_json:
+            stderr.print("[bold red]Refused:[/] the release is over its budget; no data was written.")
         raise typer.Exit(1)

@@ -20,6 +20,13 @@ from sdckit.pipeline._config import (
     load_config,
     parse_config,
 )
+from sdckit.pipeline._distributed import (
+    DistributedResult,
+    WrittenRelease,
+    measure_parquet,
+    run_distributed,
+    write_distributed,
+)
 from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs
 from sdckit.pipeline._roles import Flag, Roles, guess_roles
 from sdckit.pipeline._run import (
@@ -35,6 +42,7 @@ __all__ = [
     "ANONYMIZE_STEPS",
     "AnonymizeStep",
     "CorrelatedNoiseStep",
+    "DistributedResult",
     "Flag",
     "MicroaggregateStep",
     "NoiseStep",
@@ -46,14 +54,18 @@ __all__ = [
     "Step",
     "StepLog",
     "SuppressStep",
+    "WrittenRelease",
     "check_pipeline_outputs",
     "guess_columns",
     "guess_roles",
     "load_config",
+    "measure_parquet",
     "merge_small_strata",
     "parse_config",
     "pipeline_inputs",
     "pipeline_outputs",
+    "run_distributed",
     "run_pipeline",
+    "write_distributed",
     "write_outputs",
 ]

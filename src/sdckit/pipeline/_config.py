@@ -438,6 +438,13 @@ class PipelineConfig(_Strict):
     shuffle_rows: Flag = True
     """Write the release's rows in random order (OS entropy), so no row links to the input by its
     position; ``false`` keeps the input's order (the report says so)."""
+    engine: Literal["polars", "dask", "spark"] = "polars"
+    """Where the rows live: ``polars`` (default: in memory, the full report), or ``dask`` / ``spark``
+    (the input read as a distributed frame, the steps run where the rows live, the release written
+    as Parquet part files and measured there; see ``docs/scale.md``)."""
+    partitions: Annotated[int, Field(strict=True, ge=1)] | None = None
+    """With ``engine: dask`` or ``spark``: repartition the input into this many partitions (default:
+    as read)."""
     simulate_protocol: Annotated[int, Field(strict=True, ge=0)] = 0
     """Users to run through the shuffle protocol on loopback for the report (0: no simulation)."""
     experiments: tuple[str, ...] = ()

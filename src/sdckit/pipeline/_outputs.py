@@ -48,5 +48,19 @@ def pipeline_inputs(config: PipelineConfig, extra: Sequence[str | os.PathLike[st
 
 
 def check_pipeline_outputs(config: PipelineConfig, extra_inputs: Sequence[str | os.PathLike[str] | None] = ()) -> None:
-    """Refuse, before any work, an output that is an input or cannot be written (see :func:`sdckit._io.check_outputs`)."""
-    check_outputs(pipeline_outputs(config), pipeline_inputs(config, extra_inputs), make_folders=True)
+    """Refuse, before any work, an output that is an input or cannot be written (see :func:`sdckit._io.check_outputs`).
+
+    With ``engine: dask`` or ``spark`` the data output is a directory of part files, checked by
+    :func:`~sdckit.pipeline.write_distributed` (never an input, never a directory sdckit did not write).
+    """
+    outs = pipeline_outputs(config)
+    inputs = pipeline_inputs(config, extra_inputs)
+    if config.engine != "polars" and config.output_data:
+        data = Path(config.output_data)
+        outs = [o for o in outs if o != data]
+        for given in inputs:
+            if Path(given).resolve() == data.resolve():
+                from sdckit.errors import ConfigError
+
+                raise ConfigError(f"{config.source}: output_data: {data} is an input of the run; choose another path.")
+    check_outputs(outs, inputs, make_folders=True)

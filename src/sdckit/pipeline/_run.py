@@ -742,6 +742,11 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     the report (``report=False`` skips it). Every row of the input stays in the output, in random
     order (OS entropy; the input's order with ``shuffle_rows: false``).
     """
+    if config.engine != "polars":
+        raise ConfigError(
+            f"{config.source}: engine: {config.engine}: run_pipeline works in memory; run this pipeline with "
+            "`sdckit run` or sdckit.pipeline.run_distributed (the release is written as Parquet part files)."
+        )
     tick = advance or (lambda *_a, **_k: None)
     tick(description="Reading the input")
     frame, source_name, n_dropped = _load(config)

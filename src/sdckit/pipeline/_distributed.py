@@ -1,0 +1,505 @@
+"""The release pipeline where the rows live: a polars LazyFrame, a Dask or a Spark frame.
+
+:func:`run_distributed` builds the release lazily: the masking steps that run distributed
+(``recode``, ``top_code``, ``pram`` where their estimators take a lazy frame, ``local_suppression``
+with decoys in counted passes, ``suppress``), only the columns with a releasing role, and the rows
+in random order (a random key per row drawn from OS entropy, then a distributed sort on it).
+Nothing is computed until :func:`write_distributed`: the workers write the release as a directory
+of Parquet part files (to a temporary directory beside the target), the written files are read
+back and measured (k-anonymity of identical rows, a missing cell a value of its own,
+as the in-memory headline ``missing_semantics: value``) by the engine itself (the workers read the
+files back; only rows of figures reach the driver), and the directory is moved into place only
+when that measure is within budget; over budget, it is deleted and nothing is written.
+
+Steps that need every row in one place refuse with the step named and the alternative.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import narwhals as nw
+import numpy as np
+import polars as pl
+
+from sdckit._scale import engine_of
+from sdckit.errors import ConfigError, SdcError
+from sdckit.pipeline._config import (
+    ANONYMIZE_STEPS,
+    AnonymizeStep,
+    CorrelatedNoiseStep,
+    MicroaggregateStep,
+    NoiseStep,
+    PipelineConfig,
+    RankSwapStep,
+    SuppressStep,
+)
+from sdckit.pipeline._roles import Roles
+
+__all__ = ["DistributedResult", "WrittenRelease", "measure_parquet", "run_distributed", "write_distributed"]
+
+MARKER = "_sdckit_release.json"
+"""Written into every release directory (readers skip files starting with ``_``): the figures of the
+written release, and the proof that sdckit wrote the directory, so a later run may replace it."""
+
+_KEY = "__sdc_order"
+
+_REFUSED = {
+    "microaggregate": "it groups every record with its nearest neighbours; in Python use "
+    "sdckit.microagg.distributed_microaggregate(frame, k=..., blocks=[...]) (MDAV within key blocks), or run "
+    "this pipeline in memory (engine: polars, the default)",
+    "noise": "its t is designed from the columns' covariance in memory; in Python use "
+    "sdckit.spectral.AdditiveNoise(t=...).fit_transform(frame) (partition by partition), or run in memory",
+    "rank_swap": "it swaps values between ranks of the whole column; run this pipeline in memory (engine: polars)",
+    "correlated_noise": "it draws noise from the covariance of all rows at once; run in memory (engine: polars)",
+}
+
+
+@dataclass(frozen=True)
+class DistributedResult:
+    """A pipeline run on a lazy or distributed frame, not yet computed."""
+
+    config: PipelineConfig
+    engine: str
+    """``polars`` (a LazyFrame), ``dask`` or ``spark``."""
+    release: Any
+    """The release as a lazy frame of the input's kind: the released columns, masked, rows shuffled."""
+    steps: tuple[Any, ...]
+    """A :class:`~sdckit.pipeline.StepLog` per step (local suppression's ``n_passes`` among its details)."""
+    roles: Roles
+    not_released: dict[str, str] = field(default_factory=dict)
+    shuffled: bool = True
+
+
+@dataclass(frozen=True)
+class WrittenRelease:
+    """What :func:`write_distributed` wrote and measured."""
+
+    path: Path | None
+    """The release directory (None when refused: nothing written)."""
+    files: tuple[Path, ...]
+    """Its Parquet part files."""
+    measure: dict[str, Any]
+    """The written release measured (:func:`measure_parquet`)."""
+    refused: bool
+    set_aside: Path | None = None
+    """An earlier run's release at the same path, renamed ``<name>.stale`` (it is not this release)."""
+
+    @property
+    def within_budget(self) -> bool:
+        return bool(self.measure["within_budget"])
+
+
+def _read(config: PipelineConfig, engine: str) -> Any:
+    """The input file as a lazy frame of ``engine`` (Parquet or CSV), in ``partitions`` partitions."""
+    if config.input is None or config.uses_adult:
+        raise ConfigError(
+            f"{config.source}: engine: {engine}: give the input as a Parquet or CSV file (or a directory of Parquet "
+            "files); the bundled Adult data is small: leave engine out to run it in memory."
+        )
+    path = Path(config.input)
+    suffix = path.suffix.lower()
+    fmt = "parquet" if path.is_dir() or suffix in (".parquet", ".pq") else "csv" if suffix in (".csv", ".txt") else None
+    if fmt is None:
+        raise ConfigError(
+            f"{config.source}: input: {path.name!r}: engine: {engine} reads Parquet (a file or a directory of part "
+            "files) or CSV; convert the file, or leave engine out to read it in memory."
+        )
+    parts = config.partitions
+    if engine == "dask":
+        import dask.dataframe as dd
+
+        df = dd.read_parquet(str(path)) if fmt == "parquet" else dd.read_csv(str(path))
+        return df.repartition(npartitions=parts) if parts else df
+    if engine == "spark":
+        from pyspark.sql import SparkSession
+
+        from sdckit._scale import local_spark
+
+        spark = SparkSession.getActiveSession() or local_spark("sdckit-pipeline")
+        reader = spark.read
+        sdf = reader.parquet(str(path)) if fmt == "parquet" else reader.csv(str(path), header=True, inferSchema=True)
+        return sdf.repartition(parts) if parts else sdf
+    return pl.scan_parquet(str(path / "*.parquet") if path.is_dir() else str(path)) if fmt == "parquet" else pl.scan_csv(str(path))
+
+
+def _engine(data: Any) -> str:
+    engine = engine_of(data)
+    if engine is not None:
+        return engine
+    native = data.to_native() if isinstance(data, (nw.DataFrame, nw.LazyFrame)) else data
+    if isinstance(native, pl.LazyFrame):
+        return "polars"
+    raise ConfigError(
+        f"run_distributed takes a polars LazyFrame, a Dask or a Spark DataFrame, got {type(native).__name__}; "
+        "for a table in memory use run_pipeline."
+    )
+
+
+def _columns(data: Any) -> list[str]:
+    return list(nw.from_native(data).collect_schema().names())
+
+
+def _roles(config: PipelineConfig, columns: Sequence[str]) -> Roles:
+    if not config.quasi_identifiers:
+        raise ConfigError(
+            f"{config.source}: quasi_identifiers: name the columns an attacker may know (on a distributed frame they "
+            "are not guessed: guessing reads every column's values), e.g. quasi_identifiers: [age, sex, region]."
+        )
+    roles = Roles(
+        quasi_identifiers=tuple(config.quasi_identifiers),
+        numeric=tuple(config.numeric or ()),
+        sensitive=tuple(config.sensitive or ()),
+        weight=tuple(config.weight or ()),
+        identifiers=tuple(config.identifiers or ()),
+        keep=tuple(config.keep or ()),
+        categorical=tuple(config.categorical or ()),
+    )
+    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical"):
+        for c in getattr(config, key) or ():
+            if c not in columns:
+                raise ConfigError(f"{config.source}: {key}: column {c!r} is not in the data. The data has: {', '.join(columns[:15])}.")
+    return roles
+
+
+def _anonymize(data: Any, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int | None, engine: str) -> tuple[Any, Any]:
+    import importlib
+
+    from sdckit.pipeline._run import StepLog, _change_text, _changes
+
+    where = f"{config.source}: steps[{index}].{step.kind}"
+    module_name, _, class_name = ANONYMIZE_STEPS[step.kind].partition(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    columns = _columns(data)
+    params = dict(step.params)
+    qis = [q for q in config.quasi_identifiers or () if q in columns]
+    import inspect
+
+    sig = inspect.signature(cls)
+    fill: dict[str, Any] = {"quasi_identifiers": qis, "k": config.k, "random_state": seed}
+    if step.kind == "local_suppression":
+        fill["columns"] = qis
+    elif step.kind == "top_code" and not any(isinstance(params.get(t), dict) for t in ("top", "bottom")):
+        fill["columns"] = [c for c in config.numeric or () if c in columns]
+    for name, value in fill.items():
+        if name in sig.parameters and name not in params:
+            params[name] = value
+    try:
+        estimator = cls(**params)
+        out = estimator.fit_transform(data)
+    except SdcError as err:
+        raise ConfigError(
+            f"{where}: on a {engine} frame: {err} Run this pipeline in memory (leave engine out) if the step cannot "
+            "run where the rows live."
+        ) from None
+    if _engine_or_none(out) != engine:
+        raise ConfigError(
+            f"{where}: {class_name} gave back {type(out).__name__}, not a lazy {engine} frame: it cannot run where the "
+            "rows live in this build. Leave the step out, or run the pipeline in memory (leave engine out)."
+        )
+    changes = _changes(getattr(estimator, "changes_", None))
+    total = sum(c["cells_changed"] for c in changes.values())
+    parts = "; ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"])
+    details: dict[str, Any] = {"params": {k: v for k, v in params.items() if k != "random_state"}, "changes": changes,
+                               "cells_changed": total}
+    what = f"{class_name} changed {total:,} cell(s)" + (f": {parts}." if parts else ".")
+    if step.kind == "local_suppression":
+        details["n_passes"] = int(estimator.n_passes_)
+        details["decoy_rounds"] = int(estimator.n_rounds_)
+        what = (
+            f"{class_name} set {total:,} cell(s) to missing" + (f": {parts}" if parts else "")
+            + f", in {estimator.n_passes_} distributed pass(es) (group counts only reached the driver). Every row is "
+            f"now identical to at least {params.get('k', config.k) - 1} others, suppressed cells included."
+        )
+    changed = tuple(c for c, n in changes.items() if n["cells_changed"])
+    return out, StepLog(step.kind, changed, details, what)
+
+
+def _engine_or_none(data: Any) -> str | None:
+    try:
+        return _engine(data)
+    except ConfigError:
+        return None
+
+
+def _shuffle(data: Any, engine: str, seed: int) -> Any:
+    """The rows in random order: a random 63-bit key per row (from ``seed``), then a sort on it."""
+    if engine == "polars":
+        names = data.collect_schema().names()
+        return data.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).shuffle(seed=seed).alias(_KEY)).sort(_KEY).select(names)
+    if engine == "spark":
+        from pyspark.sql import functions as F  # noqa: N812 - the usual name
+
+        return data.withColumn(_KEY, F.rand(seed)).orderBy(_KEY).drop(_KEY)
+    import pandas as pd
+
+    names = list(data.columns)
+
+    def keyed(pdf: Any, partition_info: dict[str, Any] | None = None) -> Any:
+        number = int(partition_info["number"]) if partition_info else 0
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(number,)))
+        return pdf.assign(**{_KEY: rng.integers(0, 2**63 - 1, size=len(pdf), dtype=np.int64)})
+
+    meta = data._meta.assign(**{_KEY: pd.Series(dtype="int64")})
+    return data.map_partitions(keyed, meta=meta).sort_values(_KEY)[names]
+
+
+def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResult:
+    """Run ``config`` on a lazy or distributed frame; nothing is computed yet (see :func:`write_distributed`).
+
+    ``data`` is a polars LazyFrame, a Dask or a PySpark DataFrame; None reads ``config.input`` with
+    ``config.engine`` (Parquet or CSV, in ``config.partitions`` partitions). Runs, lazily: the steps
+    in order (``suppress``, ``recode``/``top_code``/``pram`` where their estimators run lazily,
+    ``local_suppression`` with decoys, which counts groups in distributed passes), keeps the columns
+    with a releasing role, and shuffles the rows (unless ``shuffle_rows: false``). Steps that need
+    every row in one place (``microaggregate``, ``noise``, ``rank_swap``, ``correlated_noise``, and
+    ``local_suppression`` with ``method: sdcmicro``) raise a :class:`~sdckit.errors.ConfigError`
+    naming the step and the alternative.
+    """
+    from sdckit.pipeline._run import StepLog, _randomness
+
+    if data is None:
+        if config.engine == "polars":
+            raise ConfigError(
+                f"{config.source}: run_distributed reads the input with engine: dask or spark; give the frame, "
+                "or set engine."
+            )
+        data = _read(config, config.engine)
+    data = data.to_native() if isinstance(data, (nw.DataFrame, nw.LazyFrame)) else data
+    engine = _engine(data)
+    columns = _columns(data)
+    roles = _roles(config, columns)
+    qis = list(roles.quasi_identifiers)
+    logs: list[Any] = []
+    base = config.step_seed
+    for i, step in enumerate(config.steps):
+        seed = None if base is None else base + i
+        kind = step.kind
+        if isinstance(step, (MicroaggregateStep, NoiseStep, RankSwapStep, CorrelatedNoiseStep)):
+            raise ConfigError(
+                f"{config.source}: steps[{i}].{kind} does not run on a {engine} frame: {_REFUSED[kind]}."
+            )
+        if isinstance(step, SuppressStep):
+            if step.columns == "plan":
+                from sdckit.risk import Marginals, plan_release
+
+                plan = plan_release(Marginals.from_data(data, qis, missing="value"), k=config.k, budget=config.budget,
+                                    method=config.bound_method)
+                dropped = tuple(c for c in qis if c not in plan.columns and c in columns)
+            else:
+                dropped = tuple(c for c in step.columns if c in columns)
+            data = nw.from_native(data).drop(list(dropped)).to_native()
+            columns = [c for c in columns if c not in dropped]
+            logs.append(StepLog("suppress", dropped, {}, f"Dropped {len(dropped)} column(s): {', '.join(dropped) or 'none'}."))
+            continue
+        assert isinstance(step, AnonymizeStep)
+        if kind == "local_suppression" and step.params.get("method", "decoys") != "decoys":
+            raise ConfigError(
+                f"{config.source}: steps[{i}].local_suppression: method: {step.params['method']} compares every record "
+                f"with every other one and does not run on a {engine} frame; use method: decoys (the default)."
+            )
+        data, log = _anonymize(data, step, i, config, seed, engine)
+        logs.append(_randomness(log, step, seed))
+    released = list(roles.released(columns))
+    not_released = roles.not_released(_columns(data))
+    data = nw.from_native(data).select(released).to_native()
+    if config.shuffle_rows:
+        order_seed = secrets.randbits(63) if base is None else base + len(config.steps)
+        data = _shuffle(data, engine, order_seed)
+    return DistributedResult(config, engine, data, tuple(logs), roles, not_released, bool(config.shuffle_rows))
+
+
+def _scan(path: Path, engine: str) -> Any:
+    """The written release read back lazily by ``engine`` (its workers read the part files)."""
+    if engine == "dask":
+        import dask.dataframe as dd
+
+        return dd.read_parquet(str(path))
+    if engine == "spark":
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:  # pragma: no cover - the run that wrote the files has a session
+            raise ConfigError("measuring the written release on Spark needs the active SparkSession.")
+        return spark.read.parquet(str(path))
+    return pl.scan_parquet(str(path / "*.parquet") if path.is_dir() else str(path))
+
+
+def measure_parquet(
+    path: str | Path, quasi_identifiers: Sequence[str], *, k: int, budget: float,
+    weight: str | None = None, sensitive: Sequence[str] = (), missing_semantics: str = "value",
+    engine: str = "polars",
+) -> dict[str, Any]:
+    """The written release measured where it lies: read back lazily by ``engine`` (``polars``, a
+    streaming scan; ``dask``; ``spark``) and aggregated there.
+
+    The figures of :func:`sdckit.risk.measure_release` that need no input beside the release: a
+    record's group is the set of released rows identical to it on the quasi-identifiers, a missing
+    cell a value of its own (``missing_semantics: value``, the default), or with ``wildcard`` every
+    row equal to it wherever both are present (:func:`sdckit.risk.with_wildcard_sizes`; then
+    ``exposure_missing_as_value`` gives the other reading). Returns ``n_rows``, ``n_groups``
+    (distinct released rows), ``k_anonymity`` (the smallest group), ``exposure_at_k`` (share of
+    rows in groups smaller than k), ``n_below_k``, ``n_unique``, ``n_missing_cells``,
+    ``within_budget`` (exposure <= budget); with a weight, the weighted share
+    ``population_exposure_at_k`` and ``expected_reidentifications`` (the sum of the individual risks,
+    :func:`sdckit.risk.with_individual_risk`, in the same reading); with sensitive columns,
+    ``l_diversity`` (per column the fewest distinct values in a group of identical rows). Only rows
+    of figures (and one row per missingness pattern) reach the driver.
+    """
+    native = _scan(Path(path), engine)
+    lf = nw.from_native(native)
+    if isinstance(lf, nw.DataFrame):  # pragma: no cover - every reader above is lazy
+        lf = lf.lazy()
+    qis = list(quasi_identifiers)
+
+    def one_row(frame: Any, what: str) -> dict[str, Any]:
+        from sdckit._scale import collect_small
+
+        got = collect_small(frame, what=what, limit=10)
+        return {c: got[c].to_list()[0] for c in got.columns}
+
+    def share(flag: Any, of: str) -> Any:
+        return nw.when(flag).then(nw.col(of)).otherwise(0)
+
+    aggs = [nw.len().alias("__n")]
+    if weight:
+        aggs.append(nw.col("__w").sum())
+    aggs += [nw.col(s).n_unique().alias(f"__l_{s}") for s in sensitive]
+    base = lf.with_columns(nw.col(weight).cast(nw.Float64).alias("__w")) if weight else lf
+    groups = base.group_by(qis, drop_null_keys=False).agg(*aggs)
+    small = nw.col("__n") < k
+    figures = [
+        nw.col("__n").sum().alias("n_rows"), nw.col("__n").count().alias("n_groups"),
+        nw.col("__n").min().alias("k_anonymity"), share(small, "__n").sum().alias("n_below_k"),
+        nw.when(nw.col("__n") == 1).then(1).otherwise(0).sum().alias("n_unique"),
+    ]
+    if weight:
+        figures += [share(small, "__w").sum().alias("w_below_k"), nw.col("__w").sum().alias("w_total")]
+    figures += [nw.col(f"__l_{s}").min().alias(f"l_{s}") for s in sensitive]
+    row = one_row(groups.select(*figures), "figures of the written release")
+    missing = one_row(lf.select(*[nw.col(q).null_count().alias(q) for q in qis]), "missing cells of the written release")
+    n = int(row["n_rows"] or 0)
+    share_as_value = float(row["n_below_k"] or 0) / n if n else 0.0
+    out: dict[str, Any] = {
+        "n_rows": n, "n_groups": int(row["n_groups"]), "k": k, "budget": budget, "missing_semantics": "value",
+        "n_missing_cells": int(sum(int(v or 0) for v in missing.values())),
+    }
+    headline = {
+        "k_anonymity": int(row["k_anonymity"] or 0), "n_below_k": int(row["n_below_k"] or 0),
+        "n_unique": int(row["n_unique"] or 0), "exposure_at_k": share_as_value,
+    }
+    w_share = float(row["w_below_k"] or 0) / float(row["w_total"]) if weight and row["w_total"] else None
+    if missing_semantics == "wildcard":
+        from sdckit.risk import with_wildcard_sizes
+
+        cols = [*qis, weight] if weight else qis
+        sized = nw.from_native(with_wildcard_sizes(lf.select(cols).to_native(), qis, name="__wild"))
+        below = nw.col("__wild") < k
+        wild_aggs = [
+            nw.col("__wild").min().alias("k_anonymity"), share(below, "__one").sum().alias("n_below_k"),
+            nw.when(nw.col("__wild") == 1).then(1).otherwise(0).sum().alias("n_unique"),
+        ]
+        if weight:
+            wild_aggs += [share(below, weight).sum().alias("w_below"), nw.col(weight).sum().alias("w_total")]
+        wild = one_row(sized.with_columns(nw.lit(1).alias("__one")).select(*wild_aggs), "wildcard figures")
+        headline = {
+            "k_anonymity": int(wild["k_anonymity"] or 0), "n_below_k": int(wild["n_below_k"] or 0),
+            "n_unique": int(wild["n_unique"] or 0), "exposure_at_k": float(wild["n_below_k"] or 0) / n if n else 0.0,
+        }
+        if weight:
+            w_share = float(wild["w_below"] or 0) / float(wild["w_total"]) if wild["w_total"] else None
+        out.update(missing_semantics="wildcard", exposure_missing_as_value=share_as_value)
+    out.update(headline, within_budget=headline["exposure_at_k"] <= budget)
+    if weight:
+        from sdckit.risk import with_individual_risk
+
+        reading: Literal["value", "wildcard"] = "wildcard" if missing_semantics == "wildcard" else "value"
+        risk = nw.from_native(with_individual_risk(lf.select(*qis, weight).to_native(), qis, weights=weight, missing=reading))
+        total = one_row(risk.select(nw.col("risk_individual").sum().alias("r")), "expected re-identifications")
+        out["population_exposure_at_k"] = w_share
+        out["expected_reidentifications"] = float(total["r"])
+    if sensitive:
+        out["l_diversity"] = {s: int(row[f"l_{s}"] or 0) for s in sensitive}
+    return out
+
+
+def _write(release: Any, engine: str, folder: Path) -> None:
+    if engine == "dask":
+        release.to_parquet(str(folder), write_index=False)
+    elif engine == "spark":
+        release.write.parquet(str(folder))
+    else:
+        folder.mkdir(parents=True)
+        release.sink_parquet(str(folder / "part-0.parquet"))
+
+
+def _ours(path: Path) -> bool:
+    return path.is_dir() and (path / MARKER).is_file()
+
+
+def write_distributed(result: DistributedResult) -> WrittenRelease:
+    """Write the release as Parquet part files (by the workers), measure the files, keep them only within budget.
+
+    The release is written to a temporary directory beside ``output_data``, scanned and measured
+    (:func:`measure_parquet`); within budget (or with ``allow_over_budget``) it replaces
+    ``output_data`` (an earlier release directory of sdckit's, never anything else), otherwise it is
+    deleted, and an earlier release at that path is renamed ``<name>.stale``. The figures are also
+    written to ``_sdckit_release.json`` in the directory and, with ``output_report``, to its JSON
+    sidecar (no HTML report is built from a distributed run).
+    """
+    cfg = result.config
+    if not cfg.output_data:
+        raise ConfigError(f"{cfg.source}: output_data: name the directory to write the release to, e.g. out/release.parquet.")
+    target = Path(cfg.output_data)
+    if target.exists() and not _ours(target):
+        raise ConfigError(
+            f"{cfg.source}: output_data: {target} exists and is not a release sdckit wrote; choose another path, or "
+            "remove it yourself."
+        )
+    if cfg.input and Path(cfg.input).resolve() == target.resolve():
+        raise ConfigError(f"{cfg.source}: output_data: {target} is the input; choose another path.")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = target.parent / f".{target.name}.sdckit-{secrets.token_hex(4)}"
+    weight = result.roles.weight[0] if result.roles.weight else None
+    try:
+        _write(result.release, result.engine, temp)
+        measure = measure_parquet(
+            temp, result.roles.quasi_identifiers, k=cfg.k, budget=cfg.budget, weight=weight,
+            sensitive=list(result.roles.sensitive), missing_semantics=cfg.missing_semantics, engine=result.engine,
+        )
+        summary = {"measure": measure, "engine": result.engine, "rows_shuffled": result.shuffled,
+                   "steps": [s.to_dict() for s in result.steps]}
+        refused = not measure["within_budget"] and not cfg.allow_over_budget
+        set_aside = None
+        if refused:
+            shutil.rmtree(temp)
+            if _ours(target):
+                set_aside = target.with_name(target.name + ".stale")
+                if set_aside.exists():
+                    shutil.rmtree(set_aside)
+                target.rename(set_aside)
+            path = None
+            files: tuple[Path, ...] = ()
+        else:
+            (temp / MARKER).write_text(json.dumps(summary, indent=2, default=str))
+            if _ours(target):
+                shutil.rmtree(target)
+            temp.rename(target)
+            path = target
+            files = tuple(sorted(target.glob("*.parquet")))
+    except BaseException:
+        if temp.exists():
+            shutil.rmtree(temp, ignore_errors=True)
+        raise
+    if cfg.output_report:
+        sidecar = Path(cfg.output_report).with_suffix(".json")
+        sidecar.parent.mkdir(parents=True, exist_ok=True)
+        sidecar.write_text(json.dumps({**summary, "refused": refused, "written": str(path) if path else None},
+                                      indent=2, default=str))
+    return WrittenRelease(path, files, measure, refused, set_aside)
