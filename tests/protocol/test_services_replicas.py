@@ -8,9 +8,8 @@ invite or credential used twice (the shared store's rows, and a double spend tri
 replica), every forwarded batch of at least ``min_batch`` users (seen by a proxy in front of the
 curator and the analyst).
 
-``SDCKIT_REPLICA_USERS`` sets the users (default 3,000 here, so the test takes about a minute on
-a shared 2-core machine; the full 20,000 of the issue was run with
-``SDCKIT_REPLICA_USERS=20000``, figures in docs/protocol.md).
+``SDCKIT_REPLICA_USERS`` sets the users: 3,000 by default (about a minute on a shared 2-core
+machine); ``.ci/run`` sets the issue's 20,000 (figures in docs/protocol.md).
 """
 
 from __future__ import annotations
