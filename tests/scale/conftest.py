@@ -37,6 +37,39 @@ def _quiet_narwhals() -> None:
 NUMERIC = ["age", "income", "hours", "score"]
 
 
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local[2] Spark session for every Spark test of a worker: starting Spark costs ~20 s.
+    The Spark modules skip themselves (naming why) without PySpark or Java before asking for it."""
+    from sdckit._scale import local_spark
+
+    session = local_spark("sdckit-tests", cores=2)
+    yield session
+    session.stop()
+
+
+def spark_frame(spark: object, frame: pl.DataFrame, parts: int = 3) -> object:
+    """``frame`` as a Spark DataFrame in ``parts`` partitions."""
+    return spark.createDataFrame(frame.to_pandas()).repartition(parts)  # type: ignore[attr-defined]
+
+
+def people_table(n: int, seed: int) -> pl.DataFrame:
+    """Keys with small groups (age in 4-year bands), missing region cells, and a non-key payload."""
+    rng = np.random.default_rng(seed)
+    region = rng.choice(["north", "south", "east", "west"], n).astype(object)
+    region[rng.random(n) < 0.03] = None
+    return pl.DataFrame(
+        {
+            "id": np.arange(n),
+            "region": region,
+            "sex": rng.choice(["f", "m"], n),
+            "band": rng.integers(18, 90, n) // 4,
+            "hours": rng.normal(38, 8, n),
+        },
+        schema_overrides={"region": pl.String},
+    )
+
+
 # --- Independent counters of the rows that reach the driver (not sdckit's own driver_rows()) -------
 
 

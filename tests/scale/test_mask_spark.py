@@ -1,13 +1,12 @@
 """Masking methods on Spark (local[2]): fitted from aggregates, transformed lazily, equal to memory.
 
-One module-scoped session and few tests: starting Spark costs ~20 s on a shared machine. The rows
+One Spark session for all of them (tests/scale/conftest.py) and few tests: starting Spark costs ~20 s. The rows
 reaching the driver are counted by the conftest's patched collect calls, not by sdckit.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,26 +21,16 @@ if shutil.which("java") is None:
 from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
-from sdckit._scale import local_spark
 from sdckit.anonymize import PRAM, GlobalRecoder, TopBottomCoder
 from sdckit.risk import Marginals, plan_release
 
-from .conftest import DriverRows
+from .conftest import DriverRows, spark_frame
 from .test_mask_dask import HIERARCHIES, RULES, _adult, _pram_table, _same_cells, transition_pvalue
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 PARTS = 3
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("sdckit-mask-tests", cores=2)
-    yield session
-    session.stop()
-
-
-def _spark(spark: SparkSession, frame: pl.DataFrame) -> Any:
-    return spark.createDataFrame(frame.to_pandas()).repartition(PARTS)
 
 
 def _back(sdf: Any, key: str = "id") -> pl.DataFrame:
@@ -52,7 +41,7 @@ def _back(sdf: Any, key: str = "id") -> pl.DataFrame:
 def test_recoding_and_top_coding_on_spark_equal_memory(
     spark: SparkSession, table: pl.DataFrame, spark_driver_rows: DriverRows
 ) -> None:
-    sdf = _spark(spark, table)
+    sdf = spark_frame(spark, table, PARTS)
     rec = GlobalRecoder(rules=RULES).fit(sdf)
     out = rec.transform(sdf)
     coder = TopBottomCoder(columns=["age", "income"], top_quantile=0.95, bottom={"income": 15_000.0}).fit(sdf)
@@ -72,7 +61,7 @@ def test_recoding_and_top_coding_on_spark_equal_memory(
 
 def test_pram_on_spark_follows_the_matrix(spark: SparkSession, spark_driver_rows: DriverRows) -> None:
     frame = _pram_table()
-    sdf = _spark(spark, frame)
+    sdf = spark_frame(spark, frame, PARTS)
     pram = PRAM(columns=["region", "kids"], pd=0.6, random_state=2026)
     out = pram.fit_transform(sdf)
     assert isinstance(out, SparkFrame)
@@ -95,7 +84,7 @@ def test_release_plan_on_spark(spark: SparkSession, spark_driver_rows: DriverRow
     adult = _adult().with_row_index("id")
     cols = ["age", "sex", "race", "native-country"]
     marginals = Marginals.from_data(adult, cols)
-    sdf = _spark(spark, adult)
+    sdf = spark_frame(spark, adult, PARTS)
     plan = plan_release(marginals, k=5, budget=0.02, hierarchies=HIERARCHIES, data=sdf)
     memory = plan_release(marginals, k=5, budget=0.02, hierarchies=HIERARCHIES, data=adult)
     assert plan.to_dict() == memory.to_dict()

@@ -18,6 +18,8 @@ from sdckit.anonymize import LocalSuppressor  # noqa: E402
 from sdckit.errors import ConfigError, ParameterError  # noqa: E402
 from sdckit.pipeline import parse_config, run_distributed, run_pipeline, write_distributed  # noqa: E402
 
+from .conftest import people_table  # noqa: E402
+
 KEYS = ["region", "sex", "band"]
 K = 8
 
@@ -30,21 +32,7 @@ def _synchronous() -> Any:
 
 @pytest.fixture(scope="module")
 def people() -> pl.DataFrame:
-    """Keys with small groups (age in 4-year bands), missing region cells, and a non-key payload."""
-    rng = np.random.default_rng(20261202)
-    n = 2_000
-    region = rng.choice(["north", "south", "east", "west"], n).astype(object)
-    region[rng.random(n) < 0.03] = None
-    return pl.DataFrame(
-        {
-            "id": np.arange(n),
-            "region": region,
-            "sex": rng.choice(["f", "m"], n),
-            "band": rng.integers(18, 90, n) // 4,
-            "hours": rng.normal(38, 8, n),
-        },
-        schema_overrides={"region": pl.String},
-    )
+    return people_table(2_000, 20261202)
 
 
 def _dask(frame: pl.DataFrame, parts: int = 4) -> Any:

@@ -1,11 +1,10 @@
 """Local suppression and the release pipeline on Spark (local[2]): the in-memory guarantee, Parquet
 part files written by the workers, only group tables at the driver (collect calls counted by
-patching Spark, not by sdckit). One module-scoped session: starting Spark costs ~20 s."""
+patching Spark, not by sdckit). One Spark session for all Spark tests (tests/scale/conftest.py)."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,11 @@ if shutil.which("java") is None:
 from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
-from sdckit._scale import local_spark
 from sdckit.anonymize import LocalSuppressor
 from sdckit.errors import ConfigError
 from sdckit.pipeline import parse_config, run_distributed, write_distributed
+
+from .conftest import people_table, spark_frame
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
@@ -32,34 +32,11 @@ KEYS = ["region", "sex", "band"]
 K = 8
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("sdckit-tests", cores=2)
-    yield session
-    session.stop()
-
 
 @pytest.fixture(scope="module")
 def people() -> pl.DataFrame:
-    """Keys with small groups (an integer band, missing region cells) and a payload column."""
-    rng = np.random.default_rng(20261203)
-    n = 1_500
-    region = rng.choice(["north", "south", "east", "west"], n).astype(object)
-    region[rng.random(n) < 0.03] = None
-    return pl.DataFrame(
-        {
-            "id": np.arange(n),
-            "region": region,
-            "sex": rng.choice(["f", "m"], n),
-            "band": rng.integers(18, 90, n) // 4,
-            "hours": rng.normal(38, 8, n),
-        },
-        schema_overrides={"region": pl.String},
-    )
+    return people_table(1_500, 20261203)
 
-
-def _spark(spark: SparkSession, frame: pl.DataFrame, parts: int = 3) -> Any:
-    return spark.createDataFrame(frame.to_pandas()).repartition(parts)
 
 
 def _release_groups(frame: pl.DataFrame) -> pl.DataFrame:
@@ -72,7 +49,7 @@ def test_suppression_on_spark_equals_the_in_memory_release(
     in_memory = LocalSuppressor(k=K, columns=KEYS, random_state=11)
     here = in_memory.fit_transform(people)
     n_groups = people.group_by(KEYS).len().height  # counted by polars
-    sdf = _spark(spark, people)
+    sdf = spark_frame(spark, people)
     model = LocalSuppressor(k=K, columns=KEYS, random_state=11).fit(sdf)
     out = model.transform(sdf)
     assert isinstance(out, SparkFrame)  # still lazy
@@ -102,7 +79,7 @@ def test_pipeline_on_spark_writes_parquet_parts(
             "output": {"data": str(tmp_path / "release.parquet"), "report": None},
         }
     )
-    result = run_distributed(cfg, _spark(spark, people))
+    result = run_distributed(cfg, spark_frame(spark, people))
     # on data this small, adaptive execution would coalesce the sorted output into one partition
     spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
     try:
@@ -122,4 +99,4 @@ def test_pipeline_on_spark_writes_parquet_parts(
     # figures (measured by Spark reading the part files back): never a data row
     assert spark_driver_rows.rows == people.group_by(KEYS).len().height + 2
     with pytest.raises(ConfigError, match=r"steps\[0\]\.noise does not run on a spark frame.*AdditiveNoise"):
-        run_distributed(cfg.replace(steps=parse_config({"steps": [{"noise": {"t": 1.0}}]}).steps), _spark(spark, people))
+        run_distributed(cfg.replace(steps=parse_config({"steps": [{"noise": {"t": 1.0}}]}).steps), spark_frame(spark, people))

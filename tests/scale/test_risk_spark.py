@@ -1,13 +1,12 @@
 """Risk measures on Spark (local[2]): computed where the rows live, equal to the in-memory results.
 
-One module-scoped session, few tests, ~2,000 rows. Rows reaching the driver are counted by the
+One Spark session for all Spark tests (tests/scale/conftest.py), few tests, ~2,000 rows. Rows reaching the driver are counted by the
 patched collect calls (``spark_driver_rows``, conftest) and by sdckit's ``driver_rows()``.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,7 +21,7 @@ if shutil.which("java") is None:
 from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
-from sdckit._scale import driver_rows, local_spark
+from sdckit._scale import driver_rows
 from sdckit.risk import (
     individual_risk,
     l_diversity,
@@ -36,20 +35,11 @@ from sdckit.risk import (
 from sdckit.spectral import NoisyPCA
 
 from ._risk_cases import KEYS, blocked_reference, by_id, canonical_groups, risk_table
-from .conftest import NUMERIC, DriverRows
+from .conftest import NUMERIC, DriverRows, spark_frame
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("sdckit-risk-tests", cores=2)
-    yield session
-    session.stop()
-
-
-def _spark(spark: SparkSession, frame: pl.DataFrame) -> Any:
-    return spark.createDataFrame(frame.to_pandas()).repartition(3)
 
 
 def _back(sdf: Any) -> pl.DataFrame:
@@ -65,7 +55,7 @@ def test_sizes_and_individual_risk_on_spark(
     spark: SparkSession, table: pl.DataFrame, spark_driver_rows: DriverRows
 ) -> None:
     data = risk_table(table)
-    sdf = _spark(spark, data)
+    sdf = spark_frame(spark, data)
     start = (spark_driver_rows.rows, driver_rows())
     sizes = with_group_sizes(sdf, KEYS)
     wild = with_wildcard_sizes(sdf, KEYS)
@@ -86,7 +76,7 @@ def test_l_diversity_suda2_and_pca_on_spark(
     spark: SparkSession, table: pl.DataFrame, spark_driver_rows: DriverRows
 ) -> None:
     data = risk_table(table)
-    sdf = _spark(spark, data)
+    sdf = spark_frame(spark, data)
     start = (spark_driver_rows.rows, driver_rows())
     got = l_diversity(sdf, KEYS, ["diagnosis", "age"])
     want = l_diversity(data, KEYS, ["diagnosis", "age"])
@@ -105,7 +95,7 @@ def test_l_diversity_suda2_and_pca_on_spark(
 
     pca = NoisyPCA(t=0.1, columns=NUMERIC).fit(table)
     start = (spark_driver_rows.rows, driver_rows())
-    out = pca.transform(_spark(spark, table))
+    out = pca.transform(spark_frame(spark, table))
     assert _deltas(spark_driver_rows, start) == (1, 1)  # the missing-cell counts
     names = list(pca.get_feature_names_out())
     np.testing.assert_allclose(_back(out).select(names).to_numpy(), pca.transform(table), rtol=1e-10, atol=1e-10)

@@ -1,12 +1,11 @@
 """Risk and masking on Spark (local[2]): partition by partition, still distributed, equal to polars.
 
-One module-scoped session and few tests: starting Spark costs ~20 s on a shared machine.
+One Spark session for all of them (tests/scale/conftest.py) and few tests: starting Spark costs ~20 s.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,26 +20,17 @@ if shutil.which("java") is None:
 from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
-from sdckit._scale import driver_rows, local_spark
+from sdckit._scale import driver_rows
 from sdckit.errors import ParameterError
 from sdckit.microagg import MDAV, Microaggregation, MomentRestorer, distributed_microaggregate
 from sdckit.risk import Marginals, exposure, plan_release
 from sdckit.spectral import AdditiveNoise
 
-from .conftest import NUMERIC
+from .conftest import NUMERIC, spark_frame
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("sdckit-tests", cores=2)
-    yield session
-    session.stop()
-
-
-def _spark(spark: SparkSession, frame: pl.DataFrame, parts: int = 3) -> Any:
-    return spark.createDataFrame(frame.to_pandas()).repartition(parts)
 
 
 def _back(sdf: Any) -> pl.DataFrame:
@@ -49,7 +39,7 @@ def _back(sdf: Any) -> pl.DataFrame:
 
 
 def test_exposure_and_release_plan_on_spark_equal_polars(spark: SparkSession, table: pl.DataFrame) -> None:
-    sdf = _spark(spark, table)
+    sdf = spark_frame(spark, table)
     assert exposure(sdf, ["region", "sex", "age"], k=5) == exposure(table, ["region", "sex", "age"], k=5)
     on_spark = plan_release(Marginals.from_data(sdf, ["region", "sex", "age"]), k=5, budget=0.05)
     in_memory = plan_release(Marginals.from_data(table, ["region", "sex", "age"]), k=5, budget=0.05)
@@ -57,7 +47,7 @@ def test_exposure_and_release_plan_on_spark_equal_polars(spark: SparkSession, ta
 
 
 def test_blocked_mdav_and_moment_restoration_on_spark(spark: SparkSession, table: pl.DataFrame) -> None:
-    sdf = _spark(spark, table)
+    sdf = spark_frame(spark, table)
     with pytest.raises(ParameterError, match="mdav_blocked"):
         MDAV(k=3).fit(sdf)
     before = driver_rows()
@@ -78,7 +68,7 @@ def test_blocked_mdav_and_moment_restoration_on_spark(spark: SparkSession, table
 
 
 def test_additive_noise_on_spark(spark: SparkSession, table: pl.DataFrame) -> None:
-    sdf = _spark(spark, table)
+    sdf = spark_frame(spark, table)
     est = AdditiveNoise(t=2.0, columns=["hours"], random_state=5)
     out = est.fit_transform(sdf)
     got, again = _back(out), _back(est.transform(sdf))
