@@ -106,6 +106,17 @@ class SimulationResult:
 
 # ------------------------------------------------------------------------- encoding in worker processes
 
+def worker_user(spec: dict[str, Any], keys: dict[str, str]) -> User:
+    """The :class:`User` a worker process builds from a spec's dict and the parties' key texts
+    (what crosses a process boundary)."""
+    return User(
+        CollectionSpec.from_dict(spec),
+        shuffler_key=PublicKey.from_text(keys["shuffler"]),
+        curator_key=PublicKey.from_text(keys["curator"]),
+        analyst_key=PublicKey.from_text(keys["analyst"]),
+    )
+
+
 _WORKER_USER: User | None = None
 _WORKER_ENROL: tuple[str, dict[str, str], httpx.Client] | None = None  # (enrol URL, issuer keys, client)
 
@@ -114,12 +125,7 @@ def _init_worker(
     spec: dict[str, Any], keys: dict[str, str], enrol: tuple[str, dict[str, str]] | None = None
 ) -> None:
     global _WORKER_USER, _WORKER_ENROL
-    _WORKER_USER = User(
-        CollectionSpec.from_dict(spec),
-        shuffler_key=PublicKey.from_text(keys["shuffler"]),
-        curator_key=PublicKey.from_text(keys["curator"]),
-        analyst_key=PublicKey.from_text(keys["analyst"]),
-    )
+    _WORKER_USER = worker_user(spec, keys)
     if enrol is not None:
         transport = httpx.HTTPTransport(socket_options=NODELAY)
         _WORKER_ENROL = (enrol[0], enrol[1], httpx.Client(timeout=120.0, transport=transport))

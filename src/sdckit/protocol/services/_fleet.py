@@ -28,8 +28,8 @@ import httpx
 
 from sdckit.errors import ProtocolError
 from sdckit.protocol._client import NODELAY, RETRY_STATUS, backoff, credential_header
-from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
+from sdckit.protocol._simulate import worker_user
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import User
@@ -106,12 +106,7 @@ _HTTP: httpx.Client | None = None
 
 def _init(spec: dict[str, Any], keys: dict[str, str]) -> None:
     global _USER, _HTTP
-    _USER = User(
-        CollectionSpec.from_dict(spec),
-        shuffler_key=PublicKey.from_text(keys["shuffler"]),
-        curator_key=PublicKey.from_text(keys["curator"]),
-        analyst_key=PublicKey.from_text(keys["analyst"]),
-    )
+    _USER = worker_user(spec, keys)
     _HTTP = httpx.Client(timeout=120.0, transport=httpx.HTTPTransport(socket_options=NODELAY))
 
 
