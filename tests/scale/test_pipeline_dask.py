@@ -162,6 +162,28 @@ def test_pipeline_on_dask_refuses_over_budget_and_writes_nothing(people: pl.Data
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # no data, no temporary directory
 
 
+def test_a_directory_the_user_owns_is_refused_before_any_work_and_never_removed(
+    people: pl.DataFrame, tmp_path: Path
+) -> None:
+    from sdckit.pipeline import check_pipeline_outputs
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("not a release")
+    with pytest.raises(ConfigError, match="not a release sdckit wrote"):  # the CLI's check, before the run
+        check_pipeline_outputs(_config(tmp_path, engine="dask", output={"data": str(tmp_path / "mine")}))
+    # an earlier release set aside when a run is refused: a .stale the user owns stays as it is
+    write_distributed(run_distributed(_config(tmp_path), _dask(people)))
+    (tmp_path / "release.parquet.stale").mkdir()
+    (tmp_path / "release.parquet.stale" / "keep.txt").write_text("mine")
+    refused = write_distributed(run_distributed(_config(tmp_path, steps=[]), _dask(people)))
+    assert refused.refused
+    assert refused.set_aside is not None
+    assert refused.set_aside.name.startswith("release.parquet.stale-")
+    assert (refused.set_aside / "_sdckit_release.json").is_file()
+    assert (tmp_path / "release.parquet.stale" / "keep.txt").read_text() == "mine"
+    assert not (tmp_path / "release.parquet").exists()
+
+
 def test_pipeline_on_dask_reads_the_input_and_names_steps_it_cannot_run(people: pl.DataFrame, tmp_path: Path) -> None:
     source = tmp_path / "people.parquet"
     people.write_parquet(source)

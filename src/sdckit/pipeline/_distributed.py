@@ -40,13 +40,10 @@ from sdckit.pipeline._config import (
     RankSwapStep,
     SuppressStep,
 )
+from sdckit.pipeline._outputs import RELEASE_MARKER, check_release_directory, is_release_directory
 from sdckit.pipeline._roles import Roles
 
 __all__ = ["DistributedResult", "WrittenRelease", "measure_parquet", "run_distributed", "write_distributed"]
-
-MARKER = "_sdckit_release.json"
-"""Written into every release directory (readers skip files starting with ``_``): the figures of the
-written release, and the proof that sdckit wrote the directory, so a later run may replace it."""
 
 _KEY = "__sdc_order"
 
@@ -439,10 +436,6 @@ def _write(release: Any, engine: str, folder: Path) -> None:
         release.sink_parquet(str(folder / "part-0.parquet"))
 
 
-def _ours(path: Path) -> bool:
-    return path.is_dir() and (path / MARKER).is_file()
-
-
 def write_distributed(result: DistributedResult) -> WrittenRelease:
     """Write the release as Parquet part files (by the workers), measure the files, keep them only within budget.
 
@@ -454,16 +447,7 @@ def write_distributed(result: DistributedResult) -> WrittenRelease:
     sidecar (no HTML report is built from a distributed run).
     """
     cfg = result.config
-    if not cfg.output_data:
-        raise ConfigError(f"{cfg.source}: output_data: name the directory to write the release to, e.g. out/release.parquet.")
-    target = Path(cfg.output_data)
-    if target.exists() and not _ours(target):
-        raise ConfigError(
-            f"{cfg.source}: output_data: {target} exists and is not a release sdckit wrote; choose another path, or "
-            "remove it yourself."
-        )
-    if cfg.input and Path(cfg.input).resolve() == target.resolve():
-        raise ConfigError(f"{cfg.source}: output_data: {target} is the input; choose another path.")
+    target = check_release_directory(cfg)
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.parent / f".{target.name}.sdckit-{secrets.token_hex(4)}"
     weight = result.roles.weight[0] if result.roles.weight else None
@@ -479,16 +463,18 @@ def write_distributed(result: DistributedResult) -> WrittenRelease:
         set_aside = None
         if refused:
             shutil.rmtree(temp)
-            if _ours(target):
+            if is_release_directory(target):
                 set_aside = target.with_name(target.name + ".stale")
-                if set_aside.exists():
+                if set_aside.exists() and not is_release_directory(set_aside):  # not ours: never removed
+                    set_aside = target.with_name(f"{target.name}.stale-{secrets.token_hex(4)}")
+                elif set_aside.exists():
                     shutil.rmtree(set_aside)
                 target.rename(set_aside)
             path = None
             files: tuple[Path, ...] = ()
         else:
-            (temp / MARKER).write_text(json.dumps(summary, indent=2, default=str))
-            if _ours(target):
+            (temp / RELEASE_MARKER).write_text(json.dumps(summary, indent=2, default=str))
+            if is_release_directory(target):
                 shutil.rmtree(target)
             temp.rename(target)
             path = target
