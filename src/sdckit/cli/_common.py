@@ -80,6 +80,9 @@ def user_errors(*, as_json: bool = False) -> Iterator[None]:
     """
     with warnings.catch_warnings():  # restores the filters and showwarning on exit
         warnings.simplefilter("default", SdcWarning)
+        # narwhals' notice that its Dask support moves to a package of its own: about narwhals'
+        # packaging, nothing the user can act on in a release run
+        warnings.filterwarnings("ignore", message=".*narwhals-dask.*", category=FutureWarning)
         shown: set[str] = set()
         python_show = warnings.showwarning
 
