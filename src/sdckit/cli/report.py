@@ -221,8 +221,12 @@ def _run_distributed(cfg: Any, as_json: bool) -> None:
     """``engine: dask`` or ``spark``: the steps where the rows live, the release written as Parquet part files."""
     from sdckit.pipeline import run_distributed, write_distributed
 
-    result = run_distributed(cfg)
-    written = write_distributed(result)
+    with progress(f"Running {cfg.name} on {cfg.engine}", total=2, quiet=as_json, lines_when_piped=True) as advance:
+        advance(0, description="the steps where the rows live (local suppression: counted passes)")
+        result = run_distributed(cfg)
+        advance(description="the workers write the part files; then they are read back and measured")
+        written = write_distributed(result)
+        advance(description="written and measured")
     payload = {
         "engine": result.engine,
         "within_budget": written.within_budget,
