@@ -34,7 +34,8 @@ import polars as pl
 from _harness import bench, emit
 from sdckit.anonymize import LocalSuppressor
 from sdckit.datasets import ADULT_QUASI_IDENTIFIERS, load_adult, load_adult_hierarchies
-from sdckit.risk import Marginals, plan_release, wildcard_group_sizes
+from sdckit.plan import plan_release
+from sdckit.risk import Marginals, wildcard_group_sizes
 
 N, K, SEED = 32_561, 3, 20261201
 SUPPORTS = (2, 3, 4, 5, 6, 7, 8, 10)

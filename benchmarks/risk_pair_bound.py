@@ -15,7 +15,8 @@ import numpy as np
 
 from _harness import bench, emit
 from sdckit.datasets import load_adult, load_adult_hierarchies
-from sdckit.risk import Marginals, choose_pair_queries, joint_exposure_bound, pair_bound_curve, plan_release
+from sdckit.plan import choose_pair_queries, plan_release
+from sdckit.risk import Marginals, joint_exposure_bound, pair_bound_curve
 
 
 def main() -> None:

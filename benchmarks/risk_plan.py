@@ -12,7 +12,8 @@ import numpy as np
 
 from _harness import bench, emit
 from sdckit.datasets import load_adult
-from sdckit.risk import Marginals, joint_exposure_bound, plan_release
+from sdckit.plan import plan_release
+from sdckit.risk import Marginals, joint_exposure_bound
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ import polars as pl
 
 from sdckit.datasets import ADULT_QUASI_IDENTIFIERS, load_adult
 from sdckit.risk import suda2
-from sdckit.risk._suda import dis_scores
-from sdckit.risk._suda_blocks import _blocked_in_memory
+from sdckit.risk._measures._suda import dis_scores
+from sdckit.risk._measures._suda_blocks import _blocked_in_memory
 
 KEYS = list(ADULT_QUASI_IDENTIFIERS)
 

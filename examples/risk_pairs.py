@@ -21,7 +21,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sdckit.datasets import load_adult
-from sdckit.risk import Marginals, choose_pair_queries, exposure_curve, pair_bound_curve, plan_release
+from sdckit.plan import choose_pair_queries, plan_release
+from sdckit.risk import Marginals, exposure_curve, pair_bound_curve
 
 FIGURE2 = ["workclass", "marital-status", "race", "sex"]
 QIS = ["age", "workclass", "education", "marital-status", "occupation", "race", "sex", "native-country"]

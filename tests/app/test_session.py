@@ -14,7 +14,7 @@ from sdckit.app._jobs import Job
 from sdckit.app._session import History, Workbench, check_roles, parse_step, step_text
 from sdckit.errors import ConfigError
 from sdckit.pipeline import load_config
-from sdckit.risk._release import measure_release
+from sdckit.risk._measures._release import measure_release
 
 
 def test_undo_redo_walks_the_history_and_a_change_clears_redo() -> None:

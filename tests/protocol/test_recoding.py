@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from sdckit.cli import app
 from sdckit.errors import ConfigError, InfeasibleError, ParameterError
+from sdckit.plan import plan_release
 from sdckit.protocol import (
     REDACTED,
     Analyst,
@@ -34,7 +35,7 @@ from sdckit.protocol import (
 from sdckit.protocol._planning import check_row_fits
 from sdckit.protocol._spec import MAX_RECODED_VALUES
 from sdckit.protocol._wire import SALT_LENGTH, pack_row_length
-from sdckit.risk import Marginals, plan_release
+from sdckit.risk import Marginals
 
 from .conftest import FEATURES
 from .test_parties import KEYS, SPEC, _user  # the same devices and collection as the parties' tests

@@ -206,7 +206,7 @@ def test_bound_errors() -> None:
 def test_thinned_frontier_is_still_a_valid_bound(counts: list[list[int]], k: int) -> None:
     # force the large-input path (thinned options and frontier, then coordinate descent) on small
     # inputs, where the exact grid minimum is known: the result may be larger, never smaller
-    from sdckit.risk import _bounds
+    from sdckit.risk._bounds import _joint as _bounds
 
     n = sum(counts[0])
     m = Marginals.from_counts({f"c{j}": c for j, c in enumerate(counts)})

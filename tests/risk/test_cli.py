@@ -143,7 +143,8 @@ def test_plan_weights_duplicates_and_empty_parts(tmp_path: Path) -> None:
 
 
 def test_plan_statistical_setting(adult_csv: Path, tmp_path: Path) -> None:
-    from sdckit.risk import Marginals, plan_release
+    from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     runner = CliRunner()
     args = ["plan", str(adult_csv), "-c", COLS, "--k", "5", "--budget", "0.2"]

@@ -282,7 +282,7 @@ def test_wildcard_equals_value_without_missing_keys(testdata: pl.DataFrame) -> N
 
 
 def test_wildcard_weight_sums_brute_force() -> None:
-    from sdckit.risk._wildcard import wildcard_sizes, wildcard_weight_sums
+    from sdckit.risk._counts._wildcard import wildcard_sizes, wildcard_weight_sums
 
     rng = np.random.default_rng(7)
     codes = rng.integers(-1, 3, size=(200, 4)).astype(np.int32)

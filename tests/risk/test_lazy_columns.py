@@ -19,7 +19,7 @@ from sdckit.risk import (
     with_suda2,
     with_wildcard_sizes,
 )
-from sdckit.risk._wildcard import key_codes, wildcard_weight_sums
+from sdckit.risk._counts._wildcard import key_codes, wildcard_weight_sums
 
 duckdb = pytest.importorskip("duckdb")
 

@@ -18,7 +18,7 @@ from scipy.spatial.distance import cdist
 from sdckit.errors import InputError, ParameterError
 from sdckit.microagg import MDAV, interval_disclosure
 from sdckit.risk import d_risk, d_risk_rmd, measure_release, record_linkage
-from sdckit.risk._linkage import mcd_covariance
+from sdckit.risk._measures._linkage import mcd_covariance
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 C4 = [0, 1, 2, 3]  # AFNLWGT, AGI, EMCONTRB, FEDTAX
@@ -67,7 +67,7 @@ def test_linkage_matches_brute_force_without_ties(metric: str) -> None:
 
 @pytest.mark.parametrize("method", ["tree", "scan"])
 def test_both_counting_methods_match_brute_force(method: str) -> None:
-    from sdckit.risk._linkage import _linkage_coordinates, link_ranks
+    from sdckit.risk._measures._linkage import _linkage_coordinates, link_ranks
 
     rng = np.random.default_rng(8)
     x = rng.lognormal(size=(200, 9))

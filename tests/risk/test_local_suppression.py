@@ -13,9 +13,10 @@ import polars as pl
 import pytest
 
 from sdckit.datasets import load_adult
+from sdckit.plan import plan_release
+from sdckit.plan._queries import coarsen, rare_values
 from sdckit.protocol._planning import _redaction_rules, decoy_allowance
-from sdckit.risk import Marginals, joint_exposure_bound, plan_release
-from sdckit.risk._queries import coarsen, rare_values
+from sdckit.risk import Marginals, joint_exposure_bound
 
 CASES = [
     (["race", "sex", "native-country"], 5),

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from sdckit.datasets import load_adult
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError, SdcWarning
-from sdckit.risk import Marginals, ReleasePlan, exposure_curve, joint_exposure_bound, plan_release
+from sdckit.plan import ReleasePlan, plan_release
+from sdckit.risk import Marginals, exposure_curve, joint_exposure_bound
 
 marginals_strategy = st.integers(1, 6).flatmap(
     lambda p: st.lists(st.lists(st.integers(1, 30), min_size=1, max_size=8), min_size=p, max_size=p)
@@ -192,7 +193,7 @@ def _hierarchies() -> dict[str, object]:
 @pytest.mark.parametrize("seed", range(6))
 def test_lattice_bound_from_marginals_is_sound_at_every_node(seed: int) -> None:
     from sdckit.anonymize import recode
-    from sdckit.risk._lattice import column_levels, recoded_counts
+    from sdckit.plan._lattice import column_levels, recoded_counts
 
     rng = np.random.default_rng(seed)
     df = _random_table(rng, int(rng.integers(40, 400)))
@@ -217,7 +218,7 @@ def test_lattice_bound_from_marginals_is_sound_at_every_node(seed: int) -> None:
 
 
 def test_lattice_search_is_the_least_loss_node() -> None:
-    from sdckit.risk._lattice import DataExposure, column_levels, column_loss, label_codes
+    from sdckit.plan._lattice import DataExposure, column_levels, column_loss, label_codes
 
     rng = np.random.default_rng(11)
     df = _random_table(rng, 300)

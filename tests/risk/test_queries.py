@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from sdckit.datasets import load_adult
 from sdckit.errors import SdcWarning
-from sdckit.risk import Marginals, choose_pair_queries, joint_exposure_bound, pair_bound_curve, plan_release
+from sdckit.plan import choose_pair_queries, plan_release
+from sdckit.risk import Marginals, joint_exposure_bound, pair_bound_curve
 
 from .conftest import brute_exposure, table
 
@@ -225,7 +226,7 @@ def test_the_recoding_lattice_gains_from_pair_tables(adult: pl.DataFrame) -> Non
 
 
 def test_received_marginals_is_what_the_curator_holds_after_asking(adult: pl.DataFrame) -> None:
-    from sdckit.risk import received_marginals
+    from sdckit.plan import received_marginals
 
     singles = Marginals.from_data(adult, FIGURE2)
     got, plan = received_marginals(adult, FIGURE2, 5, 0.05)

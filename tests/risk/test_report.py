@@ -8,9 +8,10 @@ import pytest
 
 from sdckit.datasets import load_adult
 from sdckit.errors import SdcWarning
+from sdckit.plan import plan_release
 from sdckit.report import Report
 from sdckit.report._risk import plan_section, risk_section
-from sdckit.risk import Marginals, exposure_curve, plan_release
+from sdckit.risk import Marginals, exposure_curve
 
 
 def test_risk_section_figures_match_library() -> None:

@@ -15,7 +15,8 @@ import pytest
 from scipy.stats import binom
 
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
-from sdckit.risk import Marginals, joint_exposure_bound, plan_release, statistical_exposure_bound
+from sdckit.plan import plan_release
+from sdckit.risk import Marginals, joint_exposure_bound, statistical_exposure_bound
 
 SEED = 20261130
 

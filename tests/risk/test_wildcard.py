@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdckit.risk import exposure, wildcard_group_sizes
-from sdckit.risk._wildcard import _pairwise_sizes, wildcard_sizes
+from sdckit.risk._counts._wildcard import _pairwise_sizes, wildcard_sizes
 
 
 def _brute(rows: list[tuple[object, ...]]) -> list[int]:

@@ -20,7 +20,8 @@ from sdckit.microagg import (  # noqa: E402
     RestoredMicroaggregation,
     distributed_microaggregate,
 )
-from sdckit.risk import Marginals, exposure, plan_release  # noqa: E402
+from sdckit.plan import plan_release  # noqa: E402
+from sdckit.risk import Marginals, exposure  # noqa: E402
 from sdckit.spectral import AdditiveNoise, NoisyPCA  # noqa: E402
 
 from .conftest import NUMERIC  # noqa: E402

@@ -244,7 +244,8 @@ HIERARCHIES = {"age": "adult:age", "native-country": "adult:native-country", "ra
 
 
 def test_release_plan_with_lazy_data_equals_memory_and_applies_lazily(dask_driver_rows: DriverRows) -> None:
-    from sdckit.risk import Marginals, plan_release
+    from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     adult = _adult()
     cols = ["age", "sex", "race", "native-country"]
@@ -271,7 +272,8 @@ def test_release_plan_with_lazy_data_equals_memory_and_applies_lazily(dask_drive
 
 def test_release_plan_suppression_on_lazy_data_says_what_to_do() -> None:
     from sdckit.errors import ParameterError
-    from sdckit.risk import Marginals, plan_release
+    from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     adult = _adult()
     marginals = Marginals.from_data(adult, ["age", "sex"])

@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame as SparkFrame
 from pyspark.sql import SparkSession
 
 from sdckit.anonymize import PRAM, GlobalRecoder, TopBottomCoder
-from sdckit.risk import Marginals, plan_release
+from sdckit.plan import plan_release
+from sdckit.risk import Marginals
 
 from .conftest import DriverRows, spark_frame
 from .test_mask_dask import HIERARCHIES, RULES, _adult, _pram_table, _same_cells, transition_pvalue

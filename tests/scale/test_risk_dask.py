@@ -28,7 +28,7 @@ from sdckit.risk import (  # noqa: E402
     with_suda2,
     with_wildcard_sizes,
 )
-from sdckit.risk._wildcard import key_codes, wildcard_weight_sums  # noqa: E402
+from sdckit.risk._counts._wildcard import key_codes, wildcard_weight_sums  # noqa: E402
 from sdckit.spectral import NoisyPCA  # noqa: E402
 
 from ._risk_cases import KEYS, blocked_reference, by_id, canonical_groups, risk_table  # noqa: E402

@@ -23,7 +23,8 @@ from pyspark.sql import SparkSession
 from sdckit._scale import driver_rows
 from sdckit.errors import ParameterError
 from sdckit.microagg import MDAV, Microaggregation, MomentRestorer, distributed_microaggregate
-from sdckit.risk import Marginals, exposure, plan_release
+from sdckit.plan import plan_release
+from sdckit.risk import Marginals, exposure
 from sdckit.spectral import AdditiveNoise
 
 from .conftest import NUMERIC, spark_frame

@@ -18,7 +18,7 @@ from sdckit.anonymize._pram import PRAM, invariant_matrix, sdcmicro_matrix
 from sdckit.anonymize._recode import GlobalRecoder, recode
 from sdckit.anonymize._suppress import LocalSuppressor, local_suppression, redaction_allowance
 from sdckit.anonymize._topcode import TopBottomCoder
-from sdckit.risk._wildcard import wildcard_group_sizes
+from sdckit.risk._counts._wildcard import wildcard_group_sizes
 
 __all__ = [
     "PRAM",

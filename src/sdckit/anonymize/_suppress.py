@@ -13,6 +13,7 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._checks import check_group_size
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource, check_columns
 from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
@@ -28,8 +29,7 @@ from sdckit.anonymize._suppress_lazy import (
 )
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import check_k
-from sdckit.risk._checks import check_group_size
-from sdckit.risk._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
+from sdckit.risk._counts._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
 
 __all__ = ["SUPPRESSION_METHODS", "LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
 

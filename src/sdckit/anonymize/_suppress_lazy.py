@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from sdckit._scale import collect_small, engine_of
 from sdckit.anonymize._decoys import decoy_plan
 from sdckit.errors import SdcError
-from sdckit.risk._wildcard import column_codes
+from sdckit.risk._counts._wildcard import column_codes
 
 __all__ = ["MAX_PASSES", "LazyPlan", "apply_plan", "group_table", "is_lazy", "suppress_lazy"]
 
@@ -97,7 +97,7 @@ def small_groups(frame: nw.LazyFrame[Any], keys: Sequence[str], k: int) -> nw.Da
 
 
 def table_codes(table: nw.DataFrame[Any], keys: Sequence[str]) -> NDArray[np.int32]:
-    """(groups, p) codes of the group table, as :func:`~sdckit.risk._wildcard.column_codes` gives the
+    """(groups, p) codes of the group table, as :func:`~sdckit.risk._counts._wildcard.column_codes` gives the
     full column (the order of the values' text), so the codes equal those of the table in memory."""
     codes = np.empty((len(table), len(keys)), dtype=np.int32)
     for j, name in enumerate(keys):

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import SdcError
-from sdckit.risk._release import ReleaseMeasure
+from sdckit.risk._measures._release import ReleaseMeasure
 
 __all__ = ["Figures", "cells_changed", "column_loss", "figures_of"]
 

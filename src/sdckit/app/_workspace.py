@@ -226,7 +226,8 @@ class Workspace:
 
         def work(advance: Any) -> Any:
             from sdckit.pipeline._run import _load, _resolve_roles
-            from sdckit.risk import Marginals, plan_release
+            from sdckit.plan import plan_release
+            from sdckit.risk import Marginals
 
             advance(description="Reading the data")
             frame, _, _ = _load(config)

@@ -158,7 +158,7 @@ def parse_columns(value: str | None) -> list[str] | None:
 def k_option(value: int | None) -> int | None:
     """A ``--k`` callback: k >= 2, with the message every command and the pipeline give."""
     if value is not None and value < 2:
-        from sdckit.risk._checks import k_message
+        from sdckit._checks import k_message
 
         raise typer.BadParameter(k_message(value).replace("k=", "", 1))
     return value

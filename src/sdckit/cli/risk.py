@@ -33,9 +33,9 @@ from sdckit.cli._common import (
 from sdckit.errors import FileNotFoundInputError, UnreadableInputError
 
 if TYPE_CHECKING:  # not imported at run time: `sdckit risk --help` stays fast
+    from sdckit._checks import BoundMethod
     from sdckit._io import MissingPolicy
-    from sdckit.risk._checks import BoundMethod
-    from sdckit.risk._planner import Setting
+    from sdckit.plan._planner import Setting
 
 
 def register(app: typer.Typer) -> None:
@@ -269,7 +269,8 @@ def _with_pairs(
     what a curator receives asking safely (:func:`sdckit.risk.received_marginals`)."""
     import itertools
 
-    from sdckit.risk import Marginals, received_marginals
+    from sdckit.plan import received_marginals
+    from sdckit.risk import Marginals
 
     cols = list(marg.columns)
     policy = cast("MissingPolicy", missing)
@@ -424,7 +425,8 @@ def plan(
     DATA on the counted table itself), and with --suppression it suppresses what recoding leaves.
     """
     from sdckit.cli.anonymize import hierarchy_options
-    from sdckit.risk import Marginals, plan_release
+    from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     if (data is None) == (from_marginals is None):
         raise typer.BadParameter("give DATA or --from-marginals (one of them)")

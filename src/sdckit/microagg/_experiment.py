@@ -143,7 +143,7 @@ def experiment(
     ``seed`` fixes the data and the masking: an experiment, reproducible by design.
     """
     from sdckit.microagg._utility import utility_measures
-    from sdckit.risk._linkage import record_linkage
+    from sdckit.risk._measures._linkage import record_linkage
 
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng([seed, 26])  # a stream of its own: the data's generator uses default_rng(seed)

@@ -493,7 +493,7 @@ class PipelineConfig(_Strict):
     @classmethod
     def _k_at_least_two(cls, v: Any) -> Any:
         if isinstance(v, int) and not isinstance(v, bool) and v < 2:
-            from sdckit.risk._checks import k_message
+            from sdckit._checks import k_message
 
             raise ValueError(k_message(v).replace("k=", "", 1))
         return v

@@ -284,7 +284,8 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
             )
         if isinstance(step, SuppressStep):
             if step.columns == "plan":
-                from sdckit.risk import Marginals, plan_release
+                from sdckit.plan import plan_release
+                from sdckit.risk import Marginals
 
                 plan = plan_release(Marginals.from_data(data, qis, missing="value"), k=config.k, budget=config.budget,
                                     method=config.bound_method)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from sdckit.risk._checks import _WEIGHT_NAME
+from sdckit._checks import _WEIGHT_NAME
 
 __all__ = ["Flag", "Roles", "guess_roles"]
 

@@ -47,9 +47,10 @@ from sdckit.pipeline._config import (
     _near,
 )
 from sdckit.pipeline._roles import Flag, Roles, flag_declared, guess_roles
+from sdckit.plan import ReleasePlan, plan_release
 from sdckit.report._report import Report
-from sdckit.risk import Marginals, ReleasePlan, plan_release
-from sdckit.risk._release import ReleaseMeasure, measure_release
+from sdckit.risk import Marginals
+from sdckit.risk._measures._release import ReleaseMeasure, measure_release
 
 __all__ = ["PipelineResult", "StepLog", "guess_columns", "merge_small_strata", "run_pipeline", "write_outputs"]
 

@@ -241,7 +241,8 @@ def decide_plan(
         possible row (each column's longest value as sent) does not fit raises
         :class:`ParameterError` here, not when users send.
     """
-    from sdckit.risk import Marginals, plan_release
+    from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     if not isinstance(k, int) or k < 1:
         raise ParameterError(f"k={k!r}: give a group size >= 1 (users)")
@@ -397,7 +398,7 @@ def decide_plan(
 
 
 def _key_text(value: Any) -> str:
-    from sdckit.risk._blocks import is_redacted
+    from sdckit.risk._counts._blocks import is_redacted
 
     return REDACTED_KEY if is_redacted(value) else str(value)
 
@@ -506,7 +507,7 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
         if not set(counts[c]) <= produced:
             _refuse(what, cid, f"column {c!r} counts values its recoding cannot produce")
     if plan.setting == "statistical":
-        from sdckit.risk._statistical_bound import _statistical_bound
+        from sdckit.risk._bounds._statistical_bound import _statistical_bound
 
         try:
             n_release, delta, candidates = int(ev["n_release"]), float(ev["delta"]), int(ev["candidates"])
@@ -684,7 +685,7 @@ def _recoding_plan(
     pair_fields: Mapping[str, object],
 ) -> PublishedPlan:
     """The lattice plan on the round-1 counts (and pair blocks), as a published plan."""
-    from sdckit.risk import plan_release
+    from sdckit.plan import plan_release
 
     keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
     plan = plan_release(marginals, k=k, budget=budget, weights=weights, method=method, hierarchies=keyed)
@@ -809,7 +810,8 @@ def choose_pairs(
     64 bytes that fits the longest pair of values of any query, redaction marker included) is the
     one length of every pair-round plaintext.
     """
-    from sdckit.risk import Marginals, choose_pair_queries
+    from sdckit.plan import choose_pair_queries
+    from sdckit.risk import Marginals
 
     ok, _ = consistent_counts(counts)
     if len(ok) < 2:
@@ -902,7 +904,7 @@ def statistical_plan(
     so the chosen set's bound holds with probability >= 1 - delta although it was chosen after
     seeing the counts. Returns (columns, bound, method label, reasons for the excluded columns).
     """
-    from sdckit.risk import plan_release
+    from sdckit.plan import plan_release
 
     plan = plan_release(
         marginals,

@@ -39,7 +39,8 @@ from sdckit.report._report import Block, Report, Section, figure, metrics, parag
 
 if TYPE_CHECKING:
     from sdckit.pipeline._run import PipelineResult, StepLog
-    from sdckit.risk import Marginals, ReleasePlan
+    from sdckit.plan import ReleasePlan
+    from sdckit.risk import Marginals
 
 SECTION_IDS: tuple[str, ...] = ("summary", "data", "release_check", "release_risk", "risk")
 """Sections every main report has (``release`` joins when the pipeline has masking steps)."""

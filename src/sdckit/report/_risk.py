@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, MissingPolicy
+from sdckit.plan import ReleasePlan, plan_release, received_marginals
 from sdckit.report._fmt import NO_GUARANTEE, bound_text, in_percent, is_vacuous
 from sdckit.report._fmt import pct as _pct
 from sdckit.report._report import Block, Section, figure, metrics, paragraph, table
@@ -17,14 +18,11 @@ from sdckit.risk import (
     IndividualRisk,
     LDiversity,
     PairBoundCurve,
-    ReleasePlan,
     RiskSummary,
     Suda2Result,
     individual_risk,
     l_diversity,
     pair_bound_curve,
-    plan_release,
-    received_marginals,
     risk_summary,
     suda2,
 )

@@ -1,4 +1,4 @@
-"""Re-identification risk: exposure, bounds from marginals, statistical exposure, entropy, planning.
+"""Re-identification risk: exposure, bounds from marginals, statistical exposure, entropy.
 
 The measurement half of statistical anonymity (arXiv:2201.12306; mathematics in the anonymity
 notes, ``docs/theory/anonymity.md``, cited as "anonymity notes §n"). Exposure Q_J(t) is the share
@@ -6,35 +6,65 @@ of users whose group on the columns J holds at most floor(t n) users; the share 
 Q_J((k - 1) / n).
 """
 
-from sdckit.risk._blocks import REDACTED, BlockCounts
-from sdckit.risk._bounds import PairBoundCurve, joint_exposure_bound, pair_bound_curve
-from sdckit.risk._checks import BoundMethod, IntervalMethod
-from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
-from sdckit.risk._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
-from sdckit.risk._individual import IndividualRisk, benedetti_franconi, individual_risk, with_individual_risk
-from sdckit.risk._lazy_keys import with_group_sizes, with_wildcard_sizes
-from sdckit.risk._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
-from sdckit.risk._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
-from sdckit.risk._marginals import Marginals
-from sdckit.risk._planner import ReleasePlan, Setting, plan_release
-from sdckit.risk._queries import BlockQuery, QueryPlan, choose_pair_queries, received_marginals
-from sdckit.risk._release import ReleaseMeasure, consistent_counts, measure_release
-from sdckit.risk._statistical import (
+import importlib
+import warnings
+from typing import Any
+
+from sdckit._checks import BoundMethod, IntervalMethod
+from sdckit.risk._bounds._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
+from sdckit.risk._bounds._joint import PairBoundCurve, joint_exposure_bound, pair_bound_curve
+from sdckit.risk._bounds._statistical import (
     StatisticalExposure,
     estimate_statistical_exposure,
     plugin_exposure,
     statistical_exposure,
 )
-from sdckit.risk._statistical_bound import statistical_exposure_bound
-from sdckit.risk._suda import Suda2Result, SudaMissing, suda2
-from sdckit.risk._suda_blocks import with_suda2
+from sdckit.risk._bounds._statistical_bound import statistical_exposure_bound
+from sdckit.risk._counts._blocks import REDACTED, BlockCounts
+from sdckit.risk._counts._lazy_keys import with_group_sizes, with_wildcard_sizes
+from sdckit.risk._counts._marginals import Marginals
+from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
+from sdckit.risk._measures._individual import (
+    IndividualRisk,
+    benedetti_franconi,
+    individual_risk,
+    with_individual_risk,
+)
+from sdckit.risk._measures._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
+from sdckit.risk._measures._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
+from sdckit.risk._measures._release import ReleaseMeasure, consistent_counts, measure_release
+from sdckit.risk._measures._suda import Suda2Result, SudaMissing, suda2
+from sdckit.risk._measures._suda_blocks import with_suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
-from sdckit.risk._wildcard import wildcard_group_sizes
+
+_MOVED = {  # name -> the package it moved to (issue 33: decisions sit above the measures)
+    "BlockQuery": "sdckit.plan",
+    "QueryPlan": "sdckit.plan",
+    "ReleasePlan": "sdckit.plan",
+    "Setting": "sdckit.plan",
+    "choose_pair_queries": "sdckit.plan",
+    "plan_release": "sdckit.plan",
+    "received_marginals": "sdckit.plan",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The planning names moved to :mod:`sdckit.plan`: still importable from here, with a warning."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'sdckit.risk' has no attribute {name!r}")
+    warnings.warn(
+        f"sdckit.risk.{name} moved to {home}.{name}; import it from {home}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "REDACTED",
     "BlockCounts",
-    "BlockQuery",
     "BoundMethod",
     "ColumnRisk",
     "DRiskRMD",
@@ -45,18 +75,14 @@ __all__ = [
     "LDiversity",
     "Marginals",
     "PairBoundCurve",
-    "QueryPlan",
     "RecordLinkage",
     "ReleaseMeasure",
-    "ReleasePlan",
     "RiskSummary",
     "SensitiveDiversity",
-    "Setting",
     "StatisticalExposure",
     "Suda2Result",
     "SudaMissing",
     "benedetti_franconi",
-    "choose_pair_queries",
     "consistent_counts",
     "d_risk",
     "d_risk_rmd",
@@ -71,9 +97,7 @@ __all__ = [
     "l_diversity",
     "measure_release",
     "pair_bound_curve",
-    "plan_release",
     "plugin_exposure",
-    "received_marginals",
     "record_linkage",
     "record_risk",
     "risk_summary",

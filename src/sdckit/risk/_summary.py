@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from sdckit._checks import BOUND_METHODS, threshold
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, check_columns, read_data
 from sdckit.errors import ParameterError, SdcWarning
-from sdckit.risk._bounds import joint_exposure_bound
-from sdckit.risk._checks import BOUND_METHODS, threshold
-from sdckit.risk._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
-from sdckit.risk._exposure import ExposureCurve, exposure_curve
-from sdckit.risk._individual import benedetti_franconi
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._bounds._entropy import entropy_exposure_bound, entropy_exposure_bound_sharp
+from sdckit.risk._bounds._joint import joint_exposure_bound
+from sdckit.risk._counts._marginals import Marginals
+from sdckit.risk._measures._exposure import ExposureCurve, exposure_curve
+from sdckit.risk._measures._individual import benedetti_franconi
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,9 +24,9 @@ from numpy.typing import NDArray
 from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit._scale import collect_small, engine_of, restore_kind
 from sdckit.errors import ParameterError, SdcWarning
-from sdckit.risk._counting import size_histogram, sorted_codes
-from sdckit.risk._lazy_keys import check_new_columns
-from sdckit.risk._suda import msu_counts, suda_weights
+from sdckit.risk._counts._counting import size_histogram, sorted_codes
+from sdckit.risk._counts._lazy_keys import check_new_columns
+from sdckit.risk._measures._suda import msu_counts, suda_weights
 
 SUDA_COLUMNS = ("suda_score", "min_msu_size")
 """Columns :func:`with_suda2` adds, with ``dis_suda_score`` and ``msu_size_<s>`` (s = 1..m)."""

@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit.errors import InfeasibleError, ParameterError
-from sdckit.risk._counting import size_histogram
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._counts._counting import size_histogram
+from sdckit.risk._counts._marginals import Marginals
 
 LossMeasure = Literal["entropy", "precision"]
 """Information loss of a recoding, per column in 0..1, averaged with the column weights:
@@ -224,7 +224,7 @@ class LazyExposure:
     """Exact exposure of each node on a lazy table (polars LazyFrame, DuckDB, Dask, Spark).
 
     Per node the columns are recoded where the rows live (each raw value to its label's code,
-    ``replace_strict``) and grouped twice (as :func:`~sdckit.risk._counting.size_histogram`): only the
+    ``replace_strict``) and grouped twice (as :func:`~sdckit.risk._counts._counting.size_histogram`): only the
     histogram of group sizes reaches the driver. Exposure = sum_{s < k} s g_s / n, g_s the groups of
     size s: the share of records in groups smaller than k, as :class:`DataExposure` computes it.
     """

@@ -12,11 +12,11 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
+from sdckit._checks import warn_weight_columns
 from sdckit._io import DataSource, check_columns
 from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
-from sdckit.risk._checks import warn_weight_columns
-from sdckit.risk._lazy_keys import (
+from sdckit.risk._counts._lazy_keys import (
     attach_group_counts,
     attach_wildcard_sizes,
     check_new_columns,
@@ -24,13 +24,13 @@ from sdckit.risk._lazy_keys import (
     lazy_frame,
     with_keys,
 )
-from sdckit.risk._weights import (
+from sdckit.risk._counts._weights import (
     check_population_counts,
     check_weight_column,
     group_frequencies,
     read_keys_and_weights,
 )
-from sdckit.risk._wildcard import key_codes, wildcard_sizes, wildcard_weight_sums
+from sdckit.risk._counts._wildcard import key_codes, wildcard_sizes, wildcard_weight_sums
 
 KeyMissing = Literal["value", "wildcard", "drop", "error"]
 """How :func:`individual_risk` reads a missing key cell: ``value`` (a value of its own, the default, as

@@ -9,11 +9,9 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
-from sdckit.risk._blocks import BlockCounts, make_block
-from sdckit.risk._bounds import _bound
-from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
-from sdckit.risk._lattice import (
+from sdckit.plan._lattice import (
     DataExposure,
     LazyExposure,
     LossMeasure,
@@ -24,8 +22,10 @@ from sdckit.risk._lattice import (
     recoded_counts,
     search_lattice,
 )
-from sdckit.risk._marginals import Marginals, recode_block
-from sdckit.risk._statistical_bound import _statistical_bound, check_delta, check_n_release
+from sdckit.risk._bounds._joint import _bound
+from sdckit.risk._bounds._statistical_bound import _statistical_bound, check_delta, check_n_release
+from sdckit.risk._counts._blocks import BlockCounts, make_block
+from sdckit.risk._counts._marginals import Marginals, recode_block
 
 SearchKind = Literal["exact", "greedy", "lattice"]
 Setting = Literal["fixed", "statistical"]

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from sdckit._checks import UPPER_METHODS, BoundMethod, check_k, check_method
 from sdckit.errors import ParameterError
-from sdckit.risk._bounds import _bound, _lower
-from sdckit.risk._checks import UPPER_METHODS, BoundMethod, check_k, check_method
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._bounds._joint import _bound, _lower
+from sdckit.risk._counts._marginals import Marginals
 
 _GRID = 256  # sample thresholds tried: grid / 2 consecutive ones from 2D n_hat, then grid geometric ones
 _ROUND_UP = 1.0 + 1e-12  # float sums: round the bound toward privacy

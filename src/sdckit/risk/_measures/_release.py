@@ -21,7 +21,7 @@ the refusal rule reads its ``within_budget``:
   sdcMicro's ``dRisk`` uses the masked sd and is in ``numeric_risk``);
 * numeric disclosure risk of the masked numeric columns (``numeric_risk``): distance-based record
   linkage (Euclidean on standardised columns and Mahalanobis), sdcMicro's ``dRisk`` and ``dRiskRMD``
-  (:mod:`sdckit.risk._linkage`);
+  (:mod:`sdckit.risk._measures._linkage`);
 * when over budget, what would fix it, with the exposure each fix reaches;
 * the individual and global risk of the release with the sampling weights (the released
   quasi-identifiers, missing cells read as ``missing_semantics`` says;
@@ -43,8 +43,8 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import InputError
-from sdckit.risk._ldiversity import l_diversity
-from sdckit.risk._wildcard import wildcard_group_sizes
+from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._ldiversity import l_diversity
 
 __all__ = ["ReleaseMeasure", "consistent_counts", "measure_release"]
 
@@ -566,7 +566,7 @@ def _individual(
     release: pl.DataFrame, qis: Sequence[str], weights: str | None, original: pl.DataFrame | None, missing: str
 ) -> dict[str, Any] | None:
     """The release's individual and global risk on its quasi-identifiers (weights from the release, else the input)."""
-    from sdckit.risk._individual import individual_risk
+    from sdckit.risk._measures._individual import individual_risk
 
     if not qis or not release.height:
         return None
@@ -584,7 +584,7 @@ def _individual(
 
 def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequence[str], k: int) -> dict[str, Any] | None:
     """Record linkage, sdcMicro's ``dRisk`` and ``dRiskRMD`` of the masked numeric columns (complete records)."""
-    from sdckit.risk._linkage import d_risk, d_risk_rmd, record_linkage
+    from sdckit.risk._measures._linkage import d_risk, d_risk_rmd, record_linkage
 
     cols = [c for c in masked if c in release.columns and c in original.columns]
     cols = [c for c in cols if release.schema[c].is_numeric() and original.schema[c].is_numeric()]

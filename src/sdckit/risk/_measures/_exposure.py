@@ -11,9 +11,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit._io import DataSource, MissingPolicy, as_narwhals, check_columns, like_input, read_data
-from sdckit.errors import EmptyTableError, InputError, ParameterError, UnreadableInputError
-from sdckit.risk._checks import (
+from sdckit._checks import (
     as_scalar_or_array,
     check_groupable,
     check_k,
@@ -21,14 +19,16 @@ from sdckit.risk._checks import (
     warn_identifier,
     warn_weight_columns,
 )
-from sdckit.risk._counting import n_distinct, size_histogram, weighted_group_sizes
-from sdckit.risk._individual import benedetti_franconi
-from sdckit.risk._weights import (
+from sdckit._io import DataSource, MissingPolicy, as_narwhals, check_columns, like_input, read_data
+from sdckit.errors import EmptyTableError, InputError, ParameterError, UnreadableInputError
+from sdckit.risk._counts._counting import n_distinct, size_histogram, weighted_group_sizes
+from sdckit.risk._counts._weights import (
     check_population_counts,
     check_weight_column,
     group_frequencies,
     read_keys_and_weights,
 )
+from sdckit.risk._measures._individual import benedetti_franconi
 
 
 class ExposureCurve:

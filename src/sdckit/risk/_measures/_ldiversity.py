@@ -18,12 +18,12 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._checks import check_groupable, warn_weight_columns
 from sdckit._io import DataSource, MissingPolicy, read_data
 from sdckit._scale import collect_all, collect_small
 from sdckit.errors import InputError, ParameterError
-from sdckit.risk._checks import check_groupable, warn_weight_columns
-from sdckit.risk._counting import group_ids, sorted_codes
-from sdckit.risk._lazy_keys import ONE, PATTERN, joinable, key_name, with_keys
+from sdckit.risk._counts._counting import group_ids, sorted_codes
+from sdckit.risk._counts._lazy_keys import ONE, PATTERN, joinable, key_name, with_keys
 
 DiversityKind: TypeAlias = Literal["distinct", "entropy", "recursive"]
 """Which l-diversity a group is measured by (see :func:`l_diversity`)."""

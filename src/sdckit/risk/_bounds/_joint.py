@@ -25,15 +25,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit.risk._blocks import (
+from sdckit._checks import BoundMethod, as_scalar_or_array, check_method, threshold
+from sdckit.risk._counts._blocks import (
     MAX_EXACT_BLOCK_COLUMNS,
     Atom,
     block_options,
     cell_options,
     partition_minimum,
 )
-from sdckit.risk._checks import BoundMethod, as_scalar_or_array, check_method, threshold
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._counts._marginals import Marginals
 
 _MAX_POINTS = 4096  # frontier size kept per column step (exact below it)
 _MAX_OPTIONS = 512  # sacrifice choices r_j tried per column in the frontier (all in the polish)

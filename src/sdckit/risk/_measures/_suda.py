@@ -23,11 +23,11 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._checks import check_groupable
 from sdckit._io import DataSource, read_data
 from sdckit._scale import collect_all
 from sdckit.errors import EmptyTableError, ParameterError
-from sdckit.risk._checks import check_groupable
-from sdckit.risk._counting import sorted_codes
+from sdckit.risk._counts._counting import sorted_codes
 
 SudaMissing: TypeAlias = Literal["value", "ignore", "drop", "error"]
 """How a missing value in a key column is treated by :func:`suda2`: ``"value"`` (default) makes it

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from sdckit._checks import check_budget, check_k
 from sdckit.errors import ColumnNotFoundError, InputError, ParameterError
-from sdckit.risk._blocks import MERGED, is_redacted
-from sdckit.risk._bounds import joint_exposure_bound
-from sdckit.risk._checks import check_budget, check_k
-from sdckit.risk._marginals import Marginals
+from sdckit.risk._bounds._joint import joint_exposure_bound
+from sdckit.risk._counts._blocks import MERGED, is_redacted
+from sdckit.risk._counts._marginals import Marginals
 
 
 @dataclass(frozen=True)

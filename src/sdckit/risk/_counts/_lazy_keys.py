@@ -274,7 +274,7 @@ def with_wildcard_sizes(
     cols = check_columns(frame, columns)
     original = frame.collect_schema().names()
     if weights is not None:
-        from sdckit.risk._weights import check_weight_column
+        from sdckit.risk._counts._weights import check_weight_column
 
         check_weight_column(frame, weights, cols)
     added = [name, *([weight_name] if weights is not None else [])]

@@ -9,8 +9,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
+from sdckit._checks import REL_TOL, as_scalar_or_array, check_t
 from sdckit.errors import ParameterError
-from sdckit.risk._checks import REL_TOL, as_scalar_or_array, check_t
 
 _INV_LN2 = 1.0 / math.log(2.0)
 

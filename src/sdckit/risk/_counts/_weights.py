@@ -15,11 +15,11 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._checks import check_groupable
 from sdckit._io import DataSource, MissingPolicy, as_narwhals, read_data
 from sdckit._scale import collect_all, collect_small
 from sdckit.errors import InputError, MissingValuesError, NonNumericColumnError, UnreadableInputError
-from sdckit.risk._checks import check_groupable
-from sdckit.risk._counting import group_ids
+from sdckit.risk._counts._counting import group_ids
 
 
 def check_numeric_weights(series: nw.Series[Any], name: str) -> NDArray[np.float64]:

@@ -11,17 +11,17 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from sdckit._io import DataSource, MissingPolicy, read_data
-from sdckit._scale import collect_small
-from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
-from sdckit.risk._blocks import REDACTED, BlockCounts, block_key, is_redacted, make_block
-from sdckit.risk._checks import (
+from sdckit._checks import (
     as_scalar_or_array,
     check_groupable,
     threshold,
     warn_identifier,
     warn_weight_columns,
 )
+from sdckit._io import DataSource, MissingPolicy, read_data
+from sdckit._scale import collect_small
+from sdckit.errors import ColumnNotFoundError, EmptyTableError, InputError
+from sdckit.risk._counts._blocks import REDACTED, BlockCounts, block_key, is_redacted, make_block
 
 
 @dataclass(frozen=True, eq=False)

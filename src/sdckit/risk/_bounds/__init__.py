@@ -1,0 +1,1 @@
+"""Bounds on the exposure from marginals, statistics and entropy (private; above the measures)."""

@@ -1,0 +1,1 @@
+"""Measures of one table: exposure, individual risk, l-diversity, SUDA, linkage, the release (private)."""
