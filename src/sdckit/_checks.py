@@ -1,4 +1,10 @@
-"""Parameter checks and the one place where a share of rows becomes an integer group size."""
+"""Parameter checks and the one place where a share of rows becomes an integer group size.
+
+One rule for a group size ``k`` in every package: a whole number of rows >= 1 (:func:`check_k`,
+arrays; :func:`group_size`, one value); a k-anonymity *target* is such a k >= 2
+(:func:`check_group_size`, with the one message :func:`k_message` of the command line and the
+pipeline).
+"""
 
 from __future__ import annotations
 
@@ -86,6 +92,14 @@ def check_k(k: ArrayLike) -> NDArray[np.int64]:
         bad = int(out.flat[int(np.argmin(out))])
         raise ParameterError(f"k={bad} is below 1; k is a group size: use k >= 1 (k=1 means no requirement).")
     return out
+
+
+def group_size(k: object) -> int:
+    """One group size ``k`` as an int, on the rule of :func:`check_k` (a whole number >= 1), with its message."""
+    out = check_k(k)  # type: ignore[arg-type]  # any object: check_k names what it got
+    if out.ndim:
+        raise ParameterError(f"k={k!r} must be one whole number of rows >= 1, e.g. k=5.")
+    return int(out)
 
 
 def k_message(k: object, name: str = "k") -> str:

@@ -226,7 +226,7 @@ def test_missing_keep() -> None:
 
 
 def test_errors(census: pl.DataFrame) -> None:
-    with pytest.raises(ParameterError, match="k=0 must be a whole number"):
+    with pytest.raises(ParameterError, match="k=0 is below 1"):
         MDAV(k=0).fit(census)
     with pytest.raises(TooFewRowsError, match="need at least 2000 rows"):
         MDAV(k=2000).fit(census)

@@ -11,14 +11,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sdckit.datasets._adult import ADULT_QUASI_IDENTIFIERS
 from sdckit.errors import FileNotFoundInputError, InputError, ParameterError, UnreadableInputError
 
 BUILTIN_PREFIX = "adult:"
 """A hierarchy named ``"adult:<column>"`` is the built-in one of that Adult column."""
 
-ADULT_HIERARCHY_COLUMNS = ADULT_QUASI_IDENTIFIERS
-"""The Adult columns with a built-in hierarchy: the 8 quasi-identifiers."""
+_BUILTIN = resources.files("sdckit") / "datasets" / "hierarchies"
+"""The built-in hierarchies' resource folder, one ``<dataset>_<column>.csv`` each (read as package
+data through ``sdckit``: the datasets package, a layer above, is not imported)."""
+
+ADULT_HIERARCHY_COLUMNS: tuple[str, ...] = tuple(
+    sorted(f.name.removeprefix("adult_").removesuffix(".csv") for f in _BUILTIN.iterdir() if f.name.startswith("adult_") and f.name.endswith(".csv"))
+)
+"""The Adult columns with a built-in hierarchy (the 8 quasi-identifiers), listed from the resource folder."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,7 +158,7 @@ def builtin_hierarchy(name: str) -> Hierarchy:
     if not name.startswith(BUILTIN_PREFIX) or column not in ADULT_HIERARCHY_COLUMNS:
         known = ", ".join(BUILTIN_PREFIX + c for c in ADULT_HIERARCHY_COLUMNS)
         raise ParameterError(f"no built-in hierarchy {name!r}; the built-in ones are {known}.")
-    ref = resources.files("sdckit.datasets") / "hierarchies" / f"adult_{column}.csv"
+    ref = _BUILTIN / f"adult_{column}.csv"
     return Hierarchy.from_text(ref.read_text(encoding="utf-8"), name=name)
 
 

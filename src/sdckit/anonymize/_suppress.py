@@ -28,7 +28,6 @@ from sdckit.anonymize._suppress_lazy import (
     table_fingerprint,
 )
 from sdckit.errors import ParameterError
-from sdckit.microagg._base import check_k
 from sdckit.risk._counts._wildcard import column_codes, wildcard_group_sizes, wildcard_sizes
 
 __all__ = ["SUPPRESSION_METHODS", "LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
@@ -245,7 +244,7 @@ class LocalSuppressor(Anonymizer):
 
     def fit(self, X: DataSource, y: None = None) -> Self:
         """Decide the cells to suppress (and redact) in ``X``."""
-        k = check_k(check_group_size(self.k))
+        k = check_group_size(self.k)
         if self.method not in SUPPRESSION_METHODS:
             raise ParameterError(
                 f"method={self.method!r}: use 'decoys' (every released row identical to >= k - 1 others) or "

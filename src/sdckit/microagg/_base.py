@@ -53,13 +53,6 @@ def numeric_matrix(
     return x, tuple(names)
 
 
-def check_k(k: object) -> int:
-    """k as a positive int, else :class:`ParameterError` with the fix."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError(f"k={k!r} must be a whole number >= 1 (the smallest group size), e.g. k=3.")
-    return int(k)
-
-
 def refuse_distributed(X: object, name: str, method: str) -> None:
     """Raise for methods that need every row in memory when X is a Dask or Spark frame."""
     if not is_distributed(X):

@@ -22,7 +22,8 @@ from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit._scale import block_sizes, column_moments, map_blocks, map_partitions, numeric_dtypes
 from sdckit._scale._engines import _as_float
 from sdckit.errors import MissingValuesError, NonNumericColumnError, ParameterError, TooFewRowsError
-from sdckit.microagg._base import Centre, check_k
+from sdckit._checks import group_size
+from sdckit.microagg._base import Centre
 from sdckit.microagg._groups import block_mdav, snapped_scale
 
 Moments = tuple[int, NDArray[np.float64], NDArray[np.float64]]
@@ -88,7 +89,7 @@ def plan_blocked(
     X: DataSource, *, k: int, blocks: Sequence[str] | str, columns: Sequence[str] | str | None = None
 ) -> BlockedPlan:
     """Validate and measure: the moments in one pass, the size of every block (each >= k)."""
-    k = check_k(k)
+    k = group_size(k)
     keys = _names(X, blocks)
     names = [c for c in _names(X, columns) if c not in keys]
     if not names:
@@ -156,4 +157,4 @@ def distributed_microaggregate(
     on the same rows in memory.
     """
     plan = plan_blocked(X, k=k, blocks=blocks, columns=columns)
-    return apply_blocked(X, plan, k=check_k(k), centre=centre)
+    return apply_blocked(X, plan, k=group_size(k), centre=centre)

@@ -11,11 +11,11 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import Estimator
 from sdckit._io import DataSource, as_narwhals, check_columns, like_input
+from sdckit._checks import group_size
 from sdckit.errors import ParameterError, TooFewRowsError
 from sdckit.microagg._base import (
     Centre,
     Missing,
-    check_k,
     collect_if_lazy,
     fingerprint,
     is_distributed,
@@ -184,7 +184,7 @@ class Microaggregation(Estimator):
         return getattr(self, "blocks", None)  # MDAV has no blocks
 
     def _check_params(self) -> int:
-        k = check_k(self.k)
+        k = group_size(self.k)
         method = self._method()
         if method not in _METHODS:
             raise ParameterError(
@@ -344,7 +344,7 @@ class Microaggregation(Estimator):
                     f"this {type(self).__name__} was fitted in memory; fit it on the distributed frame "
                     "itself (fit_transform), so that the rows stay where they are."
                 )
-            return apply_blocked(X, self._plan, k=check_k(self.k), centre=self.centre)
+            return apply_blocked(X, self._plan, k=group_size(self.k), centre=self.centre)
         self.check_is_fitted("groups_")
         frame, was_array = self._read_input(X, reset=False)
         frame = collect_if_lazy(frame, type(self).__name__)

@@ -26,6 +26,7 @@ from sdckit._io import DataSource
 from sdckit.errors import ParameterError
 from sdckit.microagg._base import numeric_matrix
 from sdckit.microagg._mdav import information_loss
+from sdckit.risk._measures._linkage import interval_disclosure, sample_sd
 
 
 def _scale(x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -39,11 +40,6 @@ def _standardized_like(x: NDArray[np.float64], a: NDArray[np.float64]) -> NDArra
     return (a - mean) / sd
 
 
-def _sample_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Column sample sds (ddof=1) of the original; zeros for a single row."""
-    return x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
-
-
 def il1s(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     """IL1s = (1 / (n p)) sum_ij |x_ij - x'_ij| / (sqrt(2) sd_j): mean absolute change in sd units.
 
@@ -54,7 +50,7 @@ def il1s(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     ``"IL1old"`` is the mean, as here); the notes write the sum. ``sd_j`` is the original sample sd
     (ddof=1); constant columns are left out. Unitless, >= 0.
     """
-    sd = _sample_sd(x)
+    sd = sample_sd(x)
     use = sd > 0
     if not use.any():
         return 0.0
@@ -416,18 +412,6 @@ def negative_share(x: NDArray[np.float64], xm: NDArray[np.float64]) -> float:
     if not use.any():
         return 0.0
     return float(np.mean(xm[:, use] < 0))
-
-
-def interval_disclosure(x: NDArray[np.float64], xm: NDArray[np.float64], *, k: float = 0.05) -> float:
-    """SDID risk: share of records whose every original value lies in ``x'_ij +- k sd_j`` (0..1).
-
-    ``sd_j`` is the original sample sd (ddof=1) [notes §4]. Rows must correspond. 1 for an
-    unmasked release (every record is disclosed), lower is safer. This is sdckit's own figure, not
-    sdcMicro's ``dRisk``: that one uses the *masked* sd (:func:`sdckit.risk.d_risk`).
-    """
-    sd = _sample_sd(x)
-    inside = np.abs(x - xm) <= k * sd
-    return float(np.mean(inside.all(axis=1)))
 
 
 @dataclass(frozen=True)

@@ -241,11 +241,11 @@ def decide_plan(
         possible row (each column's longest value as sent) does not fit raises
         :class:`ParameterError` here, not when users send.
     """
+    from sdckit._checks import group_size
     from sdckit.plan import plan_release
     from sdckit.risk import Marginals
 
-    if not isinstance(k, int) or k < 1:
-        raise ParameterError(f"k={k!r}: give a group size >= 1 (users)")
+    k = group_size(k)
     if hierarchies:
         if setting != "fixed":
             raise ParameterError(

@@ -30,22 +30,27 @@ from sdckit.spectral._discriminant import (
     separation_precise,
     support_discriminant,
 )
-from sdckit.spectral._leakage import information_leakage, spike_count
-from sdckit.spectral._mechanism import DISTRIBUTIONS, AdditiveNoise, NoiseDistribution, NoisyPCA, draw_noise
-from sdckit.spectral._model import SeparationMethod, SpikedModel, SpikedSupport, SupMethod
-from sdckit.spectral._nongaussian import (
+from sdckit.spectral._laws import (
+    DISTRIBUTIONS,
     NON_GAUSSIANITY,
     DataLaw,
+    NoiseDistribution,
+    discrete_noise_entropy,
+    draw_noise,
+    noise_entropy,
+    non_gaussianity,
+)
+from sdckit.spectral._leakage import information_leakage, spike_count
+from sdckit.spectral._mechanism import AdditiveNoise, NoisyPCA
+from sdckit.spectral._model import SeparationMethod, SpikedModel, SpikedSupport, SupMethod
+from sdckit.spectral._nongaussian import (
     LeakageBound,
     LeakageEstimate,
-    discrete_noise_entropy,
     estimate_leakage,
     gaussian_leakage,
     integer_leakage_bound,
     knn_entropy,
     leakage_bound,
-    noise_entropy,
-    non_gaussianity,
 )
 from sdckit.spectral._simulate import GapSimulation, simulate_gap, simulate_spectrum
 from sdckit.spectral._support import (

@@ -209,7 +209,7 @@ def design_noise(
     >>> round(d.t, 4), round(d.gaussian_leakage_nats + d.non_gaussian_nats, 9) == round(d.information_leakage_nats, 9)
     (4.8605, True)
     """
-    from sdckit.spectral._nongaussian import non_gaussianity
+    from sdckit.spectral._laws import non_gaussianity
 
     d_noise = non_gaussianity(noise)
     extra = p * d_noise if d_noise > 0 else 0.0

@@ -67,7 +67,7 @@ def information_leakage(
     §4, "Leakage beyond the Gaussian model"; :func:`sdckit.spectral.leakage_bound` says which bound
     applies).
     """
-    from sdckit.spectral._nongaussian import DATA_LAWS, non_gaussianity
+    from sdckit.spectral._laws import DATA_LAWS, non_gaussianity
 
     if data_law not in DATA_LAWS:
         raise ParameterError(f"data_law={data_law!r}: use 'gaussian' or 'any'.")

@@ -8,10 +8,9 @@ Each respondent adds i.i.d. noise of mean 0 and variance t to each numeric answe
 from __future__ import annotations
 
 import inspect
-import math
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import narwhals as nw
 import numpy as np
@@ -21,55 +20,10 @@ from sdckit._estimator import Estimator, RandomState, as_generator
 from sdckit._io import DataSource, as_narwhals, check_numeric, like_input
 from sdckit._scale import collect_if_lazy, engine_of, restore_kind
 from sdckit.errors import InputError, MissingValuesError, ParameterError
+from sdckit.spectral._laws import DISTRIBUTIONS, NoiseDistribution, _check_t, draw_noise
 from sdckit.spectral._model import SpikedModel
 
 _LAZY_NATIVE = ("LazyFrame", "DuckDBPyRelation")  # polars and DuckDB lazy frames (Dask, Spark: engine_of)
-
-NoiseDistribution = Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"]
-"""Law of the unit noise Z (mean 0, variance 1 before scaling by sqrt(t)); ``"discrete"`` is the
-two-sided geometric law (integers) with variance exactly t, for integer survey answers."""
-
-DISTRIBUTIONS: tuple[str, ...] = ("gaussian", "laplace", "uniform", "rademacher", "discrete")
-
-Seed = int | np.random.Generator | None
-
-
-def as_rng(seed: Seed) -> np.random.Generator:
-    """A numpy Generator from ``seed``: a Generator as is, an int >= 0, or None for OS entropy."""
-    return as_generator(seed, name="seed")
-
-
-def _check_t(t: float) -> float:
-    if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not math.isfinite(t) or t < 0:
-        raise ParameterError(f"t={t!r}: the noise variance per entry must be a finite number >= 0.")
-    return float(t)
-
-
-def draw_noise(shape: tuple[int, ...], t: float, distribution: NoiseDistribution, rng: np.random.Generator) -> NDArray[Any]:
-    """I.i.d. noise of mean 0 and variance ``t`` (variance units of the data).
-
-    gaussian N(0, t); laplace with scale sqrt(t/2); uniform on [-sqrt(3t), sqrt(3t)]; rademacher
-    +-sqrt(t); discrete: G1 - G2, G_i geometric on {0, 1, ...} with P(G = g) = (1-q) q^g, variance
-    2q/(1-q)^2 = t, i.e. q = ((t+1) - sqrt(2t+1)) / t (int64 values).
-    """
-    t = _check_t(t)
-    if distribution == "gaussian":
-        return rng.normal(0.0, math.sqrt(t), size=shape)
-    if distribution == "laplace":
-        return rng.laplace(0.0, math.sqrt(t / 2.0), size=shape)
-    if distribution == "uniform":
-        a = math.sqrt(3.0 * t)
-        return rng.uniform(-a, a, size=shape)
-    if distribution == "rademacher":
-        return math.sqrt(t) * (2.0 * rng.integers(0, 2, size=shape) - 1.0)
-    if distribution == "discrete":
-        if t == 0:
-            return np.zeros(shape, dtype=np.int64)
-        q = ((t + 1.0) - math.sqrt(2.0 * t + 1.0)) / t
-        g = rng.geometric(1.0 - q, size=(2, *shape)) - 1  # numpy counts trials from 1
-        return (g[0] - g[1]).astype(np.int64)
-    raise ParameterError(f"distribution={distribution!r}: use one of {', '.join(map(repr, DISTRIBUTIONS))}.")
-
 
 class _AcceptsOldSeed(type):
     """Maps ``AdditiveNoise(seed=...)``, the name before scikit-learn's, to ``random_state=``.

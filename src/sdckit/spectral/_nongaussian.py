@@ -20,65 +20,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from sdckit.errors import InputError, ParameterError
-
-DataLaw = Literal["gaussian", "any"]
-"""What is assumed of the data's law: ``"gaussian"`` (the closed forms are exact for Gaussian
-noise) or ``"any"`` (any law with this covariance: the same formulas are upper bounds)."""
-
-DATA_LAWS: tuple[str, ...] = ("gaussian", "any")
-
-_HALF_LOG_2PI_E = 0.5 * math.log(2.0 * math.pi * math.e)
-
-NON_GAUSSIANITY: dict[str, float] = {
-    "gaussian": 0.0,
-    "laplace": 0.5 * math.log(math.pi) - 0.5,  # 1/2 log(2 pi e) - (1 + 1/2 log 2)
-    "uniform": 0.5 * math.log(math.pi * math.e / 6.0),  # 1/2 log(2 pi e) - log(2 sqrt 3)
-    "rademacher": math.inf,  # no density: D(Z || Z_G) = +inf
-    "discrete": math.inf,  # integer-valued: no density
-}
-"""D(Z_1) = D(Z_1 || N(0, 1)) in nats for each unit-variance noise law of :class:`AdditiveNoise`.
-
-Closed forms [derived; notes]: Gaussian 0; Laplace (scale 1/sqrt 2) 1/2 log(pi) - 1/2 = 0.0724;
-uniform on [-sqrt 3, sqrt 3] 1/2 log(pi e / 6) = 0.1765; Rademacher and the discrete (two-sided
-geometric) law have no density, so D = +inf and so is the leakage of data with a density (given
-Y, X is one of countably many points). D is scale-free: D(sqrt(t) Z_1) = D(Z_1) for every t > 0."""
-
-
-def non_gaussianity(distribution: str) -> float:
-    """D(Z_1) in nats of the unit noise law ``distribution`` (see :data:`NON_GAUSSIANITY`).
-
-    Examples
-    --------
-    >>> round(non_gaussianity("laplace"), 6), round(non_gaussianity("uniform"), 6)
-    (0.072365, 0.176485)
-    """
-    try:
-        return NON_GAUSSIANITY[distribution]
-    except KeyError:
-        raise ParameterError(
-            f"distribution={distribution!r}: use one of {', '.join(map(repr, NON_GAUSSIANITY))}."
-        ) from None
-
-
-def noise_entropy(distribution: str, t: float) -> float:
-    """h(sqrt(t) Z_1), the differential entropy of one coordinate of the noise (nats).
-
-    Gaussian 1/2 log(2 pi e t); Laplace 1 + log(2 b), b = sqrt(t/2); uniform log(2 sqrt(3 t)); the
-    same as 1/2 log(2 pi e t) - D(Z_1). Raises for the laws without a density.
-    """
-    d = non_gaussianity(distribution)
-    if not math.isfinite(d):
-        raise ParameterError(f"distribution={distribution!r} has no density, so no differential entropy.")
-    if not t > 0:
-        raise ParameterError(f"t={t!r}: the noise variance must be > 0.")
-    return 0.5 * math.log(t) + _HALF_LOG_2PI_E - d
+from sdckit.spectral._laws import (
+    DATA_LAWS,
+    DataLaw,
+    as_rng,
+    discrete_noise_entropy,
+    draw_noise,
+    noise_entropy,
+    non_gaussianity,
+)
 
 
 def _spectrum(cov: ArrayLike) -> NDArray[np.float64]:
@@ -293,8 +250,6 @@ def estimate_leakage(
     >>> bool(abs(est.estimate - 0.5 * np.log(5.0)) < 4 * est.std_error)   # 1/2 log(1 + 4/1)
     True
     """
-    from sdckit.spectral._mechanism import draw_noise
-
     x = np.asarray(X, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
@@ -309,8 +264,6 @@ def estimate_leakage(
     if n < n_batches * (k + 2):
         raise InputError(f"{n} rows are too few for {n_batches} batches of more than k + 1 = {k + 1} rows.")
     if noisy is None:
-        from sdckit.spectral._mechanism import as_rng
-
         rng = as_rng(seed)
         y = x + draw_noise(x.shape, t, noise, rng)  # type: ignore[arg-type]
         perm = rng.permutation(n)
@@ -345,23 +298,6 @@ def leakage_bound_of_data(x: ArrayLike, t: float, noise: str) -> LeakageBound | 
     if z.ndim != 2 or z.shape[0] < 2:
         return None
     return leakage_bound(np.atleast_2d(np.cov(z, rowvar=False)), float(t), noise=noise, data_law="any")
-
-
-def discrete_noise_entropy(t: float) -> float:
-    """H(K) in nats of the discrete noise of variance t (:func:`~sdckit.spectral.draw_noise`).
-
-    K = G1 - G2, G_i geometric on {0, 1, ...} with ratio q, so P(K = k) = (1 - q)/(1 + q) q^|k| and
-    E|K| = 2q / (1 - q^2) [derived]: H(K) = -log((1 - q)/(1 + q)) - E|K| log q, with
-    q = ((t + 1) - sqrt(2t + 1)) / t. 0 at t = 0.
-    """
-    if not t >= 0 or not math.isfinite(t):
-        raise ParameterError(f"t={t!r}: the noise variance must be a finite number >= 0.")
-    if t == 0:
-        return 0.0
-    q = ((t + 1.0) - math.sqrt(2.0 * t + 1.0)) / t
-    if q <= 0.0:  # t below float resolution of q: K = 0 almost surely
-        return 0.0
-    return float(-math.log((1.0 - q) / (1.0 + q)) - 2.0 * q / (1.0 - q * q) * math.log(q))
 
 
 def integer_leakage_bound(data_variances: ArrayLike, noise_variances: ArrayLike) -> float:

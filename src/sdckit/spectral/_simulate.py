@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from sdckit.errors import ParameterError
-from sdckit.spectral._mechanism import NoiseDistribution, as_rng, draw_noise
+from sdckit.spectral._laws import NoiseDistribution, as_rng, draw_noise
 from sdckit.spectral._model import SpikedModel
 
 

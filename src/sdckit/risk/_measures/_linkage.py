@@ -27,9 +27,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.spatial import cKDTree
 from scipy.stats import chi2
 
+from sdckit._checks import group_size
 from sdckit.errors import InputError, ParameterError
 
-__all__ = ["DRiskRMD", "RecordLinkage", "d_risk", "d_risk_rmd", "record_linkage"]
+__all__ = ["DRiskRMD", "RecordLinkage", "d_risk", "d_risk_rmd", "interval_disclosure", "record_linkage"]
 
 Metric = Literal["euclidean", "mahalanobis"]
 _RANK_TOL = 1e-9
@@ -213,8 +214,7 @@ def record_linkage(x: ArrayLike, xm: ArrayLike, *, k: int = 5, metric: Metric = 
     1.0
     """
     a, b = _pair(x, xm, "record_linkage")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ParameterError(f"record_linkage: k={k!r} must be a whole number >= 1, e.g. k=5.")
+    k = group_size(k)
     if metric not in ("euclidean", "mahalanobis"):
         raise ParameterError(f"record_linkage: metric={metric!r}: use 'euclidean' or 'mahalanobis'.")
     if np.isnan(a).any() or np.isnan(b).any():
@@ -393,3 +393,20 @@ def d_risk_rmd(
         k=float(k),
         k2=float(k2),
     )
+
+
+def sample_sd(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Column sample sds (ddof=1) of the original; zeros for a single row."""
+    return x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
+
+
+def interval_disclosure(x: NDArray[np.float64], xm: NDArray[np.float64], *, k: float = 0.05) -> float:
+    """SDID risk: share of records whose every original value lies in ``x'_ij +- k sd_j`` (0..1).
+
+    ``sd_j`` is the original sample sd (ddof=1) [notes §4]. Rows must correspond. 1 for an
+    unmasked release (every record is disclosed), lower is safer. This is sdckit's own figure, not
+    sdcMicro's ``dRisk``: that one uses the *masked* sd (:func:`sdckit.risk.d_risk`).
+    """
+    sd = sample_sd(x)
+    inside = np.abs(x - xm) <= k * sd
+    return float(np.mean(inside.all(axis=1)))

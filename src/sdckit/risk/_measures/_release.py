@@ -42,9 +42,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sdckit.errors import InputError
+from sdckit._checks import group_size
+from sdckit.errors import InputError, ParameterError
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
 from sdckit.risk._measures._ldiversity import l_diversity
+from sdckit.risk._measures._linkage import interval_disclosure
 
 __all__ = ["ReleaseMeasure", "consistent_counts", "measure_release"]
 
@@ -273,8 +275,6 @@ def _interval_disclosure(
     x, xm = x[ok], xm[ok]
     if x.shape[0] < 2:
         return None
-    from sdckit.microagg._utility import interval_disclosure
-
     return {
         "columns": cols,
         "width_sd": INTERVAL_WIDTH,
@@ -492,8 +492,10 @@ def measure_release(
     """
     if not isinstance(release, pl.DataFrame):
         raise InputError(f"measure_release takes a polars DataFrame (the release as written); got {type(release).__name__}.")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"k={k!r} must be a whole number >= 1.")
+    try:
+        k = group_size(k)
+    except ParameterError as err:  # a wrong argument of measure_release is an InputError here
+        raise InputError(str(err)) from None
     if not 0.0 <= float(budget) <= 1.0:
         raise InputError(f"budget={budget!r} must be a share of users in [0, 1].")
     if weights is not None and weights not in release.columns and (original is None or weights not in original.columns):
