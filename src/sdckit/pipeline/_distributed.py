@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import narwhals as nw
 import numpy as np
@@ -335,95 +335,41 @@ def measure_parquet(
     engine: str = "polars",
 ) -> dict[str, Any]:
     """The written release measured where it lies: read back lazily by ``engine`` (``polars``, a
-    streaming scan; ``dask``; ``spark``) and aggregated there.
+    streaming scan; ``dask``; ``spark``) and measured there by :func:`sdckit.risk.measure_lazy_release`.
 
-    The figures of :func:`sdckit.risk.measure_release` that need no input beside the release: a
-    record's group is the set of released rows identical to it on the quasi-identifiers, a missing
-    cell a value of its own (``missing_semantics: value``, the default), or with ``wildcard`` every
-    row equal to it wherever both are present (:func:`sdckit.risk.with_wildcard_sizes`; then
-    ``exposure_missing_as_value`` gives the other reading). Returns ``n_rows``, ``n_groups``
-    (distinct released rows), ``k_anonymity`` (the smallest group), ``exposure_at_k`` (share of
-    rows in groups smaller than k), ``n_below_k``, ``n_unique``, ``n_missing_cells``,
-    ``within_budget`` (exposure <= budget); with a weight, the weighted share
-    ``population_exposure_at_k`` and ``expected_reidentifications`` (the sum of the individual risks,
-    :func:`sdckit.risk.with_individual_risk`, in the same reading); with sensitive columns,
-    ``l_diversity`` (per column the fewest distinct values in a group of identical rows). Only rows
-    of figures (and one row per missingness pattern) reach the driver.
+    Returns its figures as a dict: ``n_rows``, ``n_groups`` (distinct released rows),
+    ``k_anonymity`` (the smallest group), ``exposure_at_k`` (share of rows in groups smaller than
+    k), ``n_below_k``, ``n_unique``, ``n_missing_cells``, ``within_budget`` (exposure <= budget);
+    with ``wildcard``, ``exposure_missing_as_value``; with a weight, the weighted share
+    ``population_exposure_at_k`` and ``expected_reidentifications``; with sensitive columns,
+    ``l_diversity`` (per column the fewest distinct values in a group of identical rows).
     """
-    native = _scan(Path(path), engine)
-    lf = nw.from_native(native)
-    if isinstance(lf, nw.DataFrame):  # pragma: no cover - every reader above is lazy
-        lf = lf.lazy()
-    qis = list(quasi_identifiers)
+    from sdckit.risk import measure_lazy_release
 
-    def one_row(frame: Any, what: str) -> dict[str, Any]:
-        from sdckit._scale import collect_small
+    m = measure_lazy_release(
+        _scan(Path(path), engine), quasi_identifiers, k=k, budget=budget, weights=weight,
+        sensitive=sensitive, missing_semantics=missing_semantics,
+    )
+    return _measure_dict(m)
 
-        got = collect_small(frame, what=what, limit=10)
-        return {c: got[c].to_list()[0] for c in got.columns}
 
-    def share(flag: Any, of: str) -> Any:
-        return nw.when(flag).then(nw.col(of)).otherwise(0)
-
-    aggs = [nw.len().alias("__n")]
-    if weight:
-        aggs.append(nw.col("__w").sum())
-    aggs += [nw.col(s).n_unique().alias(f"__l_{s}") for s in sensitive]
-    base = lf.with_columns(nw.col(weight).cast(nw.Float64).alias("__w")) if weight else lf
-    groups = base.group_by(qis, drop_null_keys=False).agg(*aggs)
-    small = nw.col("__n") < k
-    figures = [
-        nw.col("__n").sum().alias("n_rows"), nw.col("__n").count().alias("n_groups"),
-        nw.col("__n").min().alias("k_anonymity"), share(small, "__n").sum().alias("n_below_k"),
-        nw.when(nw.col("__n") == 1).then(1).otherwise(0).sum().alias("n_unique"),
-    ]
-    if weight:
-        figures += [share(small, "__w").sum().alias("w_below_k"), nw.col("__w").sum().alias("w_total")]
-    figures += [nw.col(f"__l_{s}").min().alias(f"l_{s}") for s in sensitive]
-    row = one_row(groups.select(*figures), "figures of the written release")
-    missing = one_row(lf.select(*[nw.col(q).null_count().alias(q) for q in qis]), "missing cells of the written release")
-    n = int(row["n_rows"] or 0)
-    share_as_value = float(row["n_below_k"] or 0) / n if n else 0.0
+def _measure_dict(m: Any) -> dict[str, Any]:
+    """A :class:`~sdckit.risk.ReleaseMeasure` of the written files as the dict of the release summary."""
     out: dict[str, Any] = {
-        "n_rows": n, "n_groups": int(row["n_groups"]), "k": k, "budget": budget, "missing_semantics": "value",
-        "n_missing_cells": int(sum(int(v or 0) for v in missing.values())),
+        "n_rows": m.n, "n_groups": m.n_groups, "k": m.k, "budget": m.budget, "missing_semantics": m.missing_semantics,
+        "n_missing_cells": m.n_missing_cells,
     }
-    headline = {
-        "k_anonymity": int(row["k_anonymity"] or 0), "n_below_k": int(row["n_below_k"] or 0),
-        "n_unique": int(row["n_unique"] or 0), "exposure_at_k": share_as_value,
-    }
-    w_share = float(row["w_below_k"] or 0) / float(row["w_total"]) if weight and row["w_total"] else None
-    if missing_semantics == "wildcard":
-        from sdckit.risk import with_wildcard_sizes
-
-        cols = [*qis, weight] if weight else qis
-        sized = nw.from_native(with_wildcard_sizes(lf.select(cols).to_native(), qis, name="__wild"))
-        below = nw.col("__wild") < k
-        wild_aggs = [
-            nw.col("__wild").min().alias("k_anonymity"), share(below, "__one").sum().alias("n_below_k"),
-            nw.when(nw.col("__wild") == 1).then(1).otherwise(0).sum().alias("n_unique"),
-        ]
-        if weight:
-            wild_aggs += [share(below, weight).sum().alias("w_below"), nw.col(weight).sum().alias("w_total")]
-        wild = one_row(sized.with_columns(nw.lit(1).alias("__one")).select(*wild_aggs), "wildcard figures")
-        headline = {
-            "k_anonymity": int(wild["k_anonymity"] or 0), "n_below_k": int(wild["n_below_k"] or 0),
-            "n_unique": int(wild["n_unique"] or 0), "exposure_at_k": float(wild["n_below_k"] or 0) / n if n else 0.0,
-        }
-        if weight:
-            w_share = float(wild["w_below"] or 0) / float(wild["w_total"]) if wild["w_total"] else None
-        out.update(missing_semantics="wildcard", exposure_missing_as_value=share_as_value)
-    out.update(headline, within_budget=headline["exposure_at_k"] <= budget)
-    if weight:
-        from sdckit.risk import with_individual_risk
-
-        reading: Literal["value", "wildcard"] = "wildcard" if missing_semantics == "wildcard" else "value"
-        risk = nw.from_native(with_individual_risk(lf.select(*qis, weight).to_native(), qis, weights=weight, missing=reading))
-        total = one_row(risk.select(nw.col("risk_individual").sum().alias("r")), "expected re-identifications")
-        out["population_exposure_at_k"] = w_share
-        out["expected_reidentifications"] = float(total["r"])
-    if sensitive:
-        out["l_diversity"] = {s: int(row[f"l_{s}"] or 0) for s in sensitive}
+    if m.missing_semantics == "wildcard":
+        out["exposure_missing_as_value"] = m.exposure_missing_as_value
+    out.update(
+        k_anonymity=m.k_anonymity, n_below_k=m.n_below_k, n_unique=m.n_unique, exposure_at_k=m.exposure_at_k,
+        within_budget=m.within_budget,
+    )
+    if m.individual_risk is not None:
+        out["population_exposure_at_k"] = m.population_exposure_at_k
+        out["expected_reidentifications"] = m.individual_risk["expected_reidentifications"]
+    if m.l_diversity is not None:
+        out["l_diversity"] = {s: v["l"] for s, v in m.l_diversity.items()}
     return out
 
 

@@ -33,7 +33,12 @@ from sdckit.risk._measures._individual import (
 )
 from sdckit.risk._measures._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._measures._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
-from sdckit.risk._measures._release import ReleaseMeasure, consistent_counts, measure_release
+from sdckit.risk._measures._release import (
+    ReleaseMeasure,
+    consistent_counts,
+    measure_lazy_release,
+    measure_release,
+)
 from sdckit.risk._measures._suda import Suda2Result, SudaMissing, suda2
 from sdckit.risk._measures._suda_blocks import with_suda2
 from sdckit.risk._summary import ColumnRisk, RiskSummary, risk_summary
@@ -95,6 +100,7 @@ __all__ = [
     "individual_risk",
     "joint_exposure_bound",
     "l_diversity",
+    "measure_lazy_release",
     "measure_release",
     "pair_bound_curve",
     "plugin_exposure",

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 
 from sdckit._checks import REL_TOL, as_scalar_or_array, check_t
 from sdckit.errors import ParameterError
@@ -61,6 +60,8 @@ def entropy_exposure_bound(H: ArrayLike, t: ArrayLike) -> Any:
 
 
 def _sharp_one(h: float, t: float) -> float:
+    from scipy.optimize import brentq  # lazy: start-up time
+
     if t <= 0:
         return 0.0
     level = -math.log2(t)  # not log2(1 / t): 1 / t overflows for subnormal t

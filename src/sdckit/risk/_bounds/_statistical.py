@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 from sdckit._checks import IntervalMethod, check_k
 from sdckit._io import DataSource
@@ -54,6 +53,8 @@ def statistical_exposure(p: ArrayLike, *, n: int, k: int) -> float:
     >>> round(statistical_exposure([0.05] * 20, n=100, k=5), 12)   # P(Bin(99, 1/20) <= 3)
     0.264964364779
     """
+    from scipy import stats  # lazy: start-up time
+
     probs = np.asarray(p, dtype=np.float64).ravel()
     if probs.size == 0 or np.any(~np.isfinite(probs)) or np.any(probs < 0):
         raise ParameterError("p must be a non-empty array of probabilities >= 0.")
@@ -65,6 +66,8 @@ def statistical_exposure(p: ArrayLike, *, n: int, k: int) -> float:
 
 def _hyper_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArray[np.float64]:
     """h(c) = (c / n_hat) P(Hypergeom(N = n_hat - 1, K = c - 1, draws = n - 1) <= k - 2), per count."""
+    from scipy import stats  # lazy: start-up time
+
     uniq, inv = np.unique(counts, return_inverse=True)
     vals = np.zeros(uniq.size)
     pos = uniq > 0
@@ -78,6 +81,8 @@ def _hyper_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArr
 
 def _binom_terms(counts: NDArray[np.int64], n_hat: int, n: int, k: int) -> NDArray[np.float64]:
     """Plug-in (c / n_hat) P(Bin(n - 1, c / n_hat) <= k - 2), per count."""
+    from scipy import stats  # lazy: start-up time
+
     uniq, inv = np.unique(counts, return_inverse=True)
     p = uniq / n_hat
     vals = p * stats.binom.cdf(k - 2, n - 1, p)
@@ -198,6 +203,8 @@ lower end is at most 1 minus the exact binomial upper limit on their share (the 
 def _clopper_pearson_upper(count: float, n_hat: int, delta: float) -> float:
     """The exact (Clopper-Pearson) one-sided 1 - delta/2 upper limit on a binomial share, for
     ``count`` successes out of n_hat rounded up to a whole number (toward the wider limit)."""
+    from scipy import stats  # lazy: start-up time
+
     x = min(math.ceil(count - 1e-9 * max(1.0, count)), n_hat)
     if x >= n_hat:
         return 1.0
@@ -273,6 +280,8 @@ def estimate_statistical_exposure(
     >>> estimate_statistical_exposure([40, 30, 20, 5, 3, 1, 1], n=500, k=3).has_interval
     False
     """
+    from scipy import stats  # lazy: start-up time
+
     counts = _counts_of(sample, columns)
     n_hat = int(counts.sum())
     if n_hat == 0:

@@ -16,7 +16,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 from sdckit._checks import UPPER_METHODS, BoundMethod, check_k, check_method
 from sdckit.errors import ParameterError
@@ -78,6 +77,8 @@ def _statistical_bound(
     (:func:`dkw_radius`); the planner's choice among them is then covered. ``n_sets`` > 0: it holds
     simultaneously for that many candidate releases (the recoding lattice's nodes).
     """
+    from scipy import stats  # lazy: start-up time
+
     if k <= 1:  # P(Bin(n - 1, p) <= -1) = 0: nobody is below k = 1
         return 0.0
     if n_release < k:  # fewer users than k: everyone is below k, whatever p

@@ -24,8 +24,6 @@ from typing import Any, Literal
 import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, NDArray
-from scipy.spatial import cKDTree
-from scipy.stats import chi2
 
 from sdckit._checks import group_size
 from sdckit.errors import InputError, ParameterError
@@ -153,6 +151,8 @@ visits most of its leaves) the sorted-neighbourhood scan :func:`_scan_ranks` cou
 
 
 def _ranks_by_tree(z: NDArray[np.float64], zm: NDArray[np.float64], k: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    from scipy.spatial import cKDTree  # lazy: start-up time
+
     n = z.shape[0]
     own = np.sqrt(((zm - z) ** 2).sum(axis=1))
     tol = _RANK_TOL * (1.0 + own)
@@ -328,6 +328,8 @@ def mcd_covariance(z: NDArray[np.float64], *, random_state: int = 0) -> NDArray[
     weights = [d^2 < chi2_p(0.975)], covariance = cov(weighted) * c(w/n), with
     ``c(a) = a / F_{chi2, p+2}(chi2_p^{-1}(a))``. O(n p^2) per step, no n x n matrix.
     """
+    from scipy.stats import chi2  # lazy: start-up time
+
     n, p = z.shape
 
     def cons(a: float) -> float:
@@ -365,6 +367,8 @@ def d_risk_rmd(
     its own FastMCD subset, so it can differ slightly from sdcMicro's. The nearest other
     masked record comes from a k-d tree (sdcMicro builds the n x n distance matrix).
     """
+    from scipy.spatial import cKDTree  # lazy: start-up time
+
     a, b = _pair(x, xm, "d_risk_rmd")
     if np.isnan(a).any() or np.isnan(b).any():
         raise InputError("d_risk_rmd: missing values (NaN); drop or impute those records first.")

@@ -37,18 +37,22 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 import polars as pl
 
 from sdckit._checks import group_size
+from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
+from sdckit.risk._counts._lazy_keys import with_wildcard_sizes
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._individual import individual_risk, with_individual_risk
 from sdckit.risk._measures._ldiversity import l_diversity
-from sdckit.risk._measures._linkage import interval_disclosure
+from sdckit.risk._measures._linkage import d_risk, d_risk_rmd, interval_disclosure, record_linkage
 
-__all__ = ["ReleaseMeasure", "consistent_counts", "measure_release"]
+__all__ = ["ReleaseMeasure", "consistent_counts", "measure_lazy_release", "measure_release"]
 
 SUPPRESSED_MARK = "*"
 """The released value of a stratum cell merged away by ``small_strata: merge``: for the consistent
@@ -429,6 +433,15 @@ def _warnings(
     return tuple(out)
 
 
+def _check_missing_semantics(missing_semantics: str) -> None:
+    """The one reading of a missing cell, for the in-memory and the lazy measure."""
+    if missing_semantics not in ("wildcard", "value"):
+        raise InputError(
+            f"missing_semantics={missing_semantics!r}: use 'wildcard' (a missing cell matches any value) or "
+            "'value' (a missing cell is a value of its own)."
+        )
+
+
 def measure_release(
     release: pl.DataFrame,
     *,
@@ -501,11 +514,7 @@ def measure_release(
     if weights is not None and weights not in release.columns and (original is None or weights not in original.columns):
         raise InputError(f"weights={weights!r} is neither a column of the release nor of the original rows; "
                          "name the sampling-weight column.")
-    if missing_semantics not in ("wildcard", "value"):
-        raise InputError(
-            f"missing_semantics={missing_semantics!r}: use 'wildcard' (a missing cell matches any value) or "
-            "'value' (a missing cell is a value of its own)."
-        )
+    _check_missing_semantics(missing_semantics)
     grouped = _group_sizes if missing_semantics == "wildcard" else _strict_group_sizes
     qis = tuple(c for c in quasi_identifiers if c in release.columns)
     sizes = grouped(release, qis)
@@ -568,8 +577,6 @@ def _individual(
     release: pl.DataFrame, qis: Sequence[str], weights: str | None, original: pl.DataFrame | None, missing: str
 ) -> dict[str, Any] | None:
     """The release's individual and global risk on its quasi-identifiers (weights from the release, else the input)."""
-    from sdckit.risk._measures._individual import individual_risk
-
     if not qis or not release.height:
         return None
     frame = release.select(qis)
@@ -586,8 +593,6 @@ def _individual(
 
 def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequence[str], k: int) -> dict[str, Any] | None:
     """Record linkage, sdcMicro's ``dRisk`` and ``dRiskRMD`` of the masked numeric columns (complete records)."""
-    from sdckit.risk._measures._linkage import d_risk, d_risk_rmd, record_linkage
-
     cols = [c for c in masked if c in release.columns and c in original.columns]
     cols = [c for c in cols if release.schema[c].is_numeric() and original.schema[c].is_numeric()]
     if not cols:
@@ -612,3 +617,121 @@ def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequenc
         "d_risk_rmd": rmd,
         "unit": "share of records (0..1)",
     }
+
+
+def _one_row(frame: Any, what: str) -> dict[str, Any]:
+    """The single row of an aggregate, brought to the driver (refused above a few rows)."""
+    got = collect_small(frame, what=what, limit=10)
+    return {c: got[c].to_list()[0] for c in got.columns}
+
+
+def _count_where(flag: Any, of: str) -> Any:
+    return nw.when(flag).then(nw.col(of)).otherwise(0)
+
+
+def measure_lazy_release(
+    data: Any,
+    quasi_identifiers: Sequence[str],
+    *,
+    k: int,
+    budget: float,
+    weights: str | None = None,
+    sensitive: Sequence[str] = (),
+    missing_semantics: str = "value",
+) -> ReleaseMeasure:
+    """Measure a release where it lies: a lazy or distributed frame (polars LazyFrame, Dask, Spark),
+    aggregated by its engine; only rows of figures (one per missingness pattern) reach the driver.
+
+    The figures of :func:`measure_release` that need nothing beside the release, in the same
+    reading of a missing cell (``missing_semantics``): ``value`` (the default), a record's group is
+    the released rows identical to it on the quasi-identifiers, a missing cell a value of its own;
+    ``wildcard``, every row equal to it wherever both are present
+    (:func:`sdckit.risk.with_wildcard_sizes`), and ``exposure_missing_as_value`` gives the other
+    reading. ``n_groups`` counts distinct released rows. With ``weights``, the weighted share
+    ``population_exposure_at_k`` and the expected re-identifications (the sum of the individual
+    risks, :func:`sdckit.risk.with_individual_risk`, same reading) in ``individual_risk``; with
+    sensitive columns, ``l_diversity`` (per column ``l``: the fewest distinct values in a group of
+    identical rows). Not measured here (None or empty): the consistent count, interval disclosure,
+    numeric risk, information loss, the effect of withholding a column, the fixes, and, in the
+    ``value`` reading, ``exposure_wildcard``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> m = measure_lazy_release(pl.LazyFrame({"a": [1, 1, 1, 2]}), ["a"], k=2, budget=0.1)
+    >>> m.exposure_at_k, m.n_unique, m.within_budget
+    (0.25, 1, False)
+    """
+    _check_missing_semantics(missing_semantics)
+    lf = nw.from_native(data)
+    if isinstance(lf, nw.DataFrame):
+        lf = lf.lazy()
+    qis = list(quasi_identifiers)
+    columns = tuple(lf.collect_schema().names())
+
+    aggs = [nw.len().alias("__n")]
+    if weights:
+        aggs.append(nw.col("__w").sum())
+    aggs += [nw.col(s).n_unique().alias(f"__l_{s}") for s in sensitive]
+    base = lf.with_columns(nw.col(weights).cast(nw.Float64).alias("__w")) if weights else lf
+    groups = base.group_by(qis, drop_null_keys=False).agg(*aggs)
+    small = nw.col("__n") < k
+    figures = [
+        nw.col("__n").sum().alias("n_rows"), nw.col("__n").count().alias("n_groups"),
+        nw.col("__n").min().alias("k_anonymity"), _count_where(small, "__n").sum().alias("n_below_k"),
+        nw.when(nw.col("__n") == 1).then(1).otherwise(0).sum().alias("n_unique"),
+    ]
+    if weights:
+        figures += [_count_where(small, "__w").sum().alias("w_below_k"), nw.col("__w").sum().alias("w_total")]
+    figures += [nw.col(f"__l_{s}").min().alias(f"l_{s}") for s in sensitive]
+    row = _one_row(groups.select(*figures), "figures of the written release")
+    missing = _one_row(lf.select(*[nw.col(q).null_count().alias(q) for q in qis]), "missing cells of the written release")
+    n = int(row["n_rows"] or 0)
+    share_as_value = float(row["n_below_k"] or 0) / n if n else 0.0
+    n_missing = int(sum(int(v or 0) for v in missing.values()))
+    k_anonymity, n_below_k, n_unique = int(row["k_anonymity"] or 0), int(row["n_below_k"] or 0), int(row["n_unique"] or 0)
+    exposure = share_as_value
+    w_share = float(row["w_below_k"] or 0) / float(row["w_total"]) if weights and row["w_total"] else None
+    if missing_semantics == "wildcard":
+        cols = [*qis, weights] if weights else qis
+        sized = nw.from_native(with_wildcard_sizes(lf.select(cols).to_native(), qis, name="__wild"))
+        below = nw.col("__wild") < k
+        wild_aggs = [
+            nw.col("__wild").min().alias("k_anonymity"), _count_where(below, "__one").sum().alias("n_below_k"),
+            nw.when(nw.col("__wild") == 1).then(1).otherwise(0).sum().alias("n_unique"),
+        ]
+        if weights:
+            wild_aggs += [_count_where(below, weights).sum().alias("w_below"), nw.col(weights).sum().alias("w_total")]
+        wild = _one_row(sized.with_columns(nw.lit(1).alias("__one")).select(*wild_aggs), "wildcard figures")
+        k_anonymity, n_below_k, n_unique = int(wild["k_anonymity"] or 0), int(wild["n_below_k"] or 0), int(wild["n_unique"] or 0)
+        exposure = float(wild["n_below_k"] or 0) / n if n else 0.0
+        if weights:
+            w_share = float(wild["w_below"] or 0) / float(wild["w_total"]) if wild["w_total"] else None
+    risk: dict[str, Any] | None = None
+    if weights:
+        reading: Literal["value", "wildcard"] = "wildcard" if missing_semantics == "wildcard" else "value"
+        scored = nw.from_native(with_individual_risk(lf.select(*qis, weights).to_native(), qis, weights=weights, missing=reading))
+        total = _one_row(scored.select(nw.col("risk_individual").sum().alias("r")), "expected re-identifications")
+        risk = {"columns": qis, "weights": weights, "missing": reading, "expected_reidentifications": float(total["r"])}
+    return ReleaseMeasure(
+        n=n,
+        columns=columns,
+        quasi_identifiers=tuple(qis),
+        k=k,
+        budget=budget,
+        k_anonymity=k_anonymity,
+        exposure_at_k=exposure,
+        n_below_k=n_below_k,
+        n_unique=n_unique,
+        n_groups=int(row["n_groups"]),
+        missing_semantics=missing_semantics,
+        n_missing_cells=n_missing,
+        exposure_missing_as_value=share_as_value if missing_semantics == "wildcard" else None,
+        exposure_wildcard=exposure if missing_semantics == "wildcard" or not n_missing else None,
+        population_exposure_at_k=w_share,
+        weight_column=weights,
+        l_diversity={s: {"l": int(row[f"l_{s}"] or 0)} for s in sensitive} if sensitive else None,
+        l_diversity_note="l: the fewest distinct values in a group of identical released rows" if sensitive else "",
+        weights=weights,
+        individual_risk=risk,
+    )
