@@ -17,7 +17,7 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
-from sdckit._scale import collect_small
+from sdckit._scale import collect_small, count_driver_rows, engine_of
 
 
 def lazy_frame(X: Any) -> nw.LazyFrame[Any] | None:
@@ -152,8 +152,6 @@ def partition_tallies(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64
     :func:`~sdckit._scale.driver_rows`. The (partition, batch) keys are those of
     :func:`sdckit._scale.map_partitions`, so ``fn`` can redraw what a map drew."""
     import pandas as pd
-
-    from sdckit._scale import count_driver_rows, engine_of
 
     native = X.to_native() if isinstance(X, (nw.DataFrame, nw.LazyFrame)) else X
     cols = list(names)

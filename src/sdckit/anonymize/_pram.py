@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource
-from sdckit._scale import collect_if_lazy, is_distributed, restore_kind
+from sdckit._scale import collect_if_lazy, is_distributed, map_partitions, restore_kind
 from sdckit._scale._lazy import _lazy_kind
 from sdckit.anonymize._base import (
     Anonymizer,
@@ -312,8 +312,6 @@ class PRAM(Anonymizer):
     def _release_distributed(self, X: Any, entropy: int) -> Any:
         """The released frame, drawn partition by partition (still lazy, same kind)."""
         import pandas as pd
-
-        from sdckit._scale import map_partitions
 
         def release(pdf: Any, key: tuple[int, int]) -> Any:
             out = pdf.copy()

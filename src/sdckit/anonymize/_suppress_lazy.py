@@ -30,6 +30,7 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import narwhals as nw
@@ -39,7 +40,7 @@ from numpy.typing import NDArray
 
 from sdckit._scale import collect_small, engine_of
 from sdckit.anonymize._decoys import decoy_plan
-from sdckit.errors import SdcError
+from sdckit.errors import ParameterError, SdcError
 from sdckit.risk._counts._wildcard import column_codes
 
 __all__ = ["MAX_PASSES", "LazyPlan", "apply_plan", "group_table", "is_lazy", "suppress_lazy"]
@@ -265,8 +266,6 @@ def _nullable(dtype: Any) -> Any:
 
 
 def _apply_spark(df: Any, plan: LazyPlan) -> Any:
-    from functools import reduce
-
     from pyspark.sql import Window
     from pyspark.sql import functions as F  # noqa: N812 - the usual name
     from pyspark.sql.types import BooleanType, LongType, StructField, StructType
@@ -363,8 +362,6 @@ def suppress_lazy(
             fingerprint = table_fingerprint(table, keys)
             n_rows = int(table[_N].sum())
             if n_rows < k:
-                from sdckit.errors import ParameterError
-
                 raise ParameterError(
                     f"k={k} is larger than the {n_rows} records (n_samples = {n_rows}); no release is k-anonymous. Lower k."
                 )

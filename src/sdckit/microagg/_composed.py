@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sdckit._estimator import Estimator
 from sdckit._io import DataSource
 from sdckit.errors import ParameterError
-from sdckit.microagg._base import Centre, collect_if_lazy, is_distributed, restore_kind
+from sdckit.microagg._base import Centre, collect_if_lazy, is_distributed, numeric_matrix, restore_kind
 from sdckit.microagg._mdav import Method, Microaggregation, information_loss
 from sdckit.microagg._positivity import PositivityRestorer
 from sdckit.microagg._restore import MomentRestorer
@@ -143,8 +143,6 @@ class RestoredMicroaggregation(Estimator):
 
 
 def _matrix(frame: Any, columns: Sequence[str]) -> Any:
-    from sdckit.microagg._base import numeric_matrix
-
     return np.asarray(numeric_matrix(frame, list(columns))[0])
 
 
@@ -227,6 +225,4 @@ class RestoredMasking(Estimator):
 
 
 def _numeric_names(frame: Any) -> list[str]:
-    from sdckit.microagg._base import numeric_matrix
-
     return list(numeric_matrix(frame, None)[1])

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._checks import group_size
 from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit._scale import block_sizes, column_moments, map_blocks, map_partitions, numeric_dtypes
 from sdckit._scale._engines import _as_float
 from sdckit.errors import MissingValuesError, NonNumericColumnError, ParameterError, TooFewRowsError
-from sdckit._checks import group_size
 from sdckit.microagg._base import Centre
-from sdckit.microagg._groups import block_mdav, snapped_scale
+from sdckit.microagg._groups import block_mdav, group_centres, snapped_scale
 
 Moments = tuple[int, NDArray[np.float64], NDArray[np.float64]]
 """(n, mean vector, covariance with ddof=1)."""
@@ -110,8 +110,6 @@ def plan_blocked(
 
 def apply_blocked(X: DataSource, plan: BlockedPlan, *, k: int, centre: Centre = "mean") -> Any:
     """MDAV in every block with the plan's standardisation; a lazy frame of X's kind."""
-    from sdckit.microagg._groups import group_centres
-
     cols = list(plan.columns)
     mean, sd = plan.mean, plan.sd
 

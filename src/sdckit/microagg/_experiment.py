@@ -18,9 +18,12 @@ from numpy.typing import NDArray
 from scipy.special import ndtr
 
 from sdckit.microagg._groups import group_centres, mdav_groups, standardize
+from sdckit.microagg._noise import correlated_noise
 from sdckit.microagg._positivity import PositivityMode, positivity_restore
+from sdckit.microagg._rankswap import rank_swap_column
 from sdckit.microagg._restore import restoring_map
-from sdckit.microagg._utility import cluster_utility, ecdf_utility, propensity_utility
+from sdckit.microagg._utility import cluster_utility, ecdf_utility, propensity_utility, utility_measures
+from sdckit.risk._measures._linkage import record_linkage
 
 EIGHT_TYPES: tuple[str, ...] = tuple(
     f"{shape} {level} {sign}"
@@ -97,9 +100,6 @@ VARIANTS: tuple[str, ...] = ("masked", "restored", "positive")
 
 def _mask(method: str, x: NDArray[np.float64], rng: np.random.Generator, *, k: int, noise: float, swap_p: float) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """(masked, groups): groups are the MDAV groups, or one per record for the other methods."""
-    from sdckit.microagg._noise import correlated_noise
-    from sdckit.microagg._rankswap import rank_swap_column
-
     n = x.shape[0]
     if method == "mdav":
         groups = mdav_groups(standardize(x), k)
@@ -142,9 +142,6 @@ def experiment(
     (:func:`sdckit.risk.record_linkage`, Euclidean on standardised columns, k = ``link_k``).
     ``seed`` fixes the data and the masking: an experiment, reproducible by design.
     """
-    from sdckit.microagg._utility import utility_measures
-    from sdckit.risk._measures._linkage import record_linkage
-
     rows: list[dict[str, Any]] = []
     rng = np.random.default_rng([seed, 26])  # a stream of its own: the data's generator uses default_rng(seed)
     signs = np.ones(p, dtype=np.int64)

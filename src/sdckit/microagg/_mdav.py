@@ -9,9 +9,9 @@ import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._checks import group_size
 from sdckit._estimator import Estimator
 from sdckit._io import DataSource, as_narwhals, check_columns, like_input
-from sdckit._checks import group_size
 from sdckit.errors import ParameterError, TooFewRowsError
 from sdckit.microagg._base import (
     Centre,
@@ -23,6 +23,7 @@ from sdckit.microagg._base import (
     refuse_distributed,
     restore_kind,
 )
+from sdckit.microagg._distributed import apply_blocked, plan_blocked
 from sdckit.microagg._groups import (
     blocked_mdav_groups,
     first_component,
@@ -299,8 +300,6 @@ class Microaggregation(Estimator):
         return [c for c in check_columns(as_narwhals(frame), None) if c not in keys]
 
     def _fit_distributed(self, X: DataSource, k: int) -> Microaggregation:
-        from sdckit.microagg._distributed import plan_blocked
-
         name = type(self).__name__
         blocks = self._blocks()
         if self._method() != "mdav_blocked" or blocks is None:
@@ -336,8 +335,6 @@ class Microaggregation(Estimator):
         raise :class:`~sdckit.errors.ParameterError`. Same frame type out, other columns untouched.
         """
         if is_distributed(X):
-            from sdckit.microagg._distributed import apply_blocked
-
             self.check_is_fitted("columns_")
             if not hasattr(self, "_plan"):
                 raise ParameterError(

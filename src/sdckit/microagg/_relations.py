@@ -17,9 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit._io import as_narwhals, check_numeric
 from sdckit.errors import ParameterError
 
 __all__ = [
@@ -253,9 +255,6 @@ def guard_masking(source: object, masked: Sequence[str], *, allow: bool = False)
     """
     if allow or isinstance(source, np.ndarray):
         return []
-    import narwhals as nw
-
-    from sdckit._io import as_narwhals, check_numeric
 
     try:
         frame = as_narwhals(source)

@@ -19,6 +19,7 @@ from sdckit.microagg._base import (
     read_two_tables,
     restore_kind,
 )
+from sdckit.microagg._distributed import distributed_linear_map, distributed_moments
 
 RestoreMethod = Literal["svd", "cholesky", "procrustes"]
 """How A is chosen among the maps with ``A S2 A^T = S1`` (all ``S1^{1/2} Q S2^{-1/2}``, Q orthogonal):
@@ -186,8 +187,6 @@ class MomentRestorer(Estimator):
         if self.method not in _METHODS:
             raise ParameterError(f"method={self.method!r}: use one of {', '.join(_METHODS)}.")
         if is_distributed(original) or is_distributed(masked):
-            from sdckit.microagg._distributed import distributed_moments
-
             (_, e1, s1), names = distributed_moments(original, self.columns)
             (_, e2, s2), _ = distributed_moments(masked, list(names))
             self.A_, self.b_, self.rank_ = map_from_moments(e1, s1, e2, s2, method=self.method)
@@ -207,8 +206,6 @@ class MomentRestorer(Estimator):
         """
         self.check_is_fitted("A_")
         if is_distributed(masked):
-            from sdckit.microagg._distributed import distributed_linear_map
-
             return distributed_linear_map(masked, self.columns_, self.A_, self.b_)
         frame, was_array = self._read_input(masked, reset=False)
         frame = collect_if_lazy(frame, type(self).__name__)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
@@ -241,8 +242,6 @@ class LazyExposure:
         self.frame, self.names, self.values, self.maps, self.k, self.n = frame, list(names), values, maps, k, n
 
     def _code(self, j: int, level: int) -> Any:
-        import narwhals as nw
-
         mapped = self.maps[j][level]
         col = nw.col(self.names[j])
         old = [v for v in self.values[j] if v is not None]

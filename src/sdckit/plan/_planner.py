@@ -6,10 +6,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
 from sdckit._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, check_method
+from sdckit._io import as_narwhals, check_columns
+from sdckit.anonymize import GlobalRecoder, LocalSuppressor
+from sdckit.anonymize._base import eager_frame, frame_columns
+from sdckit.anonymize._decoys import decoy_suppress
+from sdckit.anonymize._hierarchy import as_hierarchy
+from sdckit.anonymize._lazy import aggregate, lazy_frame, value_counts
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
 from sdckit.plan._lattice import (
     DataExposure,
@@ -107,11 +114,6 @@ class ReleasePlan:
         counted). Same frame type out: a lazy frame (polars LazyFrame, DuckDB, Dask, Spark) stays
         lazy, recoded where its rows live (local suppression on it is :class:`LocalSuppressor`'s).
         """
-        from sdckit._io import as_narwhals
-        from sdckit.anonymize import GlobalRecoder, LocalSuppressor
-        from sdckit.anonymize._base import eager_frame
-        from sdckit.anonymize._lazy import lazy_frame
-
         lazy = lazy_frame(data)
         frame: Any = lazy if lazy is not None else eager_frame(data)
         names = as_narwhals(frame).collect_schema().names()
@@ -474,8 +476,6 @@ def _plan_lattice(
     """The lattice planner (see :func:`plan_release`, Notes). ``statistical=(n_release, delta)``:
     each node's bound is the statistical one at delta / (number of nodes), a union bound over
     every node the search could choose."""
-    from sdckit.anonymize._hierarchy import as_hierarchy
-
     cands, w = _candidates(marginals, columns, weights)
     for c in hierarchies:
         if c not in cands:
@@ -634,8 +634,6 @@ def _without_withholding(col: Any) -> Any:
 
 
 def _lazy_data(data: Any) -> Any:
-    from sdckit.anonymize._lazy import lazy_frame
-
     return lazy_frame(data)
 
 
@@ -644,12 +642,8 @@ def _lazy_measure(
 ) -> LazyExposure:
     """The exact per-node exposure of a lazy table, checked against the marginals (its number of
     rows and each column's values, from one aggregate row and one value count per column)."""
-    from sdckit._io import check_columns
-    from sdckit.anonymize._lazy import aggregate, value_counts
-
     frame = _lazy_data(data)
     names = check_columns(frame, list(columns))
-    import narwhals as nw
 
     n = int(aggregate(frame, [nw.len().alias("n")], what="the number of records")["n"])
     if n != marginals.n:
@@ -671,8 +665,6 @@ def _lazy_measure(
 
 def _data_codes(data: Any, marginals: Marginals, columns: Sequence[str]) -> NDArray[np.int64]:
     """Each record's value of each column as its index in the marginals' values (checked to match)."""
-    from sdckit.anonymize._base import frame_columns
-
     frame, names = frame_columns(data, list(columns))
     if len(frame) != marginals.n:
         raise ParameterError(
@@ -700,8 +692,6 @@ node, not the release: :meth:`ReleasePlan.apply` draws its decoys from OS entrop
 def _suppression_cells(measure: DataExposure, node: tuple[int, ...], columns: Sequence[str], k: int) -> dict[str, int]:
     """Cells per column that local suppression with decoys to k removes from the node's recoded table,
     so that every row is identical to at least k - 1 others (the release's headline reading)."""
-    from sdckit.anonymize._decoys import decoy_suppress
-
     rec = measure.recoded(node)
     varied = [j for j in range(rec.shape[1]) if node[j] == 0 or rec[:, j].max() > 0]  # the released columns
     codes = np.ascontiguousarray(rec[:, varied]).astype(np.int32)

@@ -21,8 +21,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
+from sdckit._io import check_numeric
 from sdckit.errors import InfeasibleError, InputError, ParameterError
+from sdckit.spectral._laws import non_gaussianity
 from sdckit.spectral._model import SpikedModel
+from sdckit.spectral._nongaussian import _spectrum, gaussian_leakage
+from sdckit.spectral._support import component_means
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,8 +101,6 @@ def fit_spiked(eigenvalues: ArrayLike, *, n: int, k: int | None = None, t: float
 def _match_lower_mean(c: float, r: float, mean_all: float, observed: float) -> float | None:
     """b in (0, mean_all) with mean(lower component of F^{c, H_b}) = observed, H_b = (1-r) d_b + r d_(b+s),
     s = (mean_all - b) / r; None when the law has no gap near the naive b or no root is bracketed."""
-    from sdckit.spectral._support import component_means
-
     def gap_mean(b: float) -> float:
         s = (mean_all - b) / r
         means = component_means(c, [b, b + s], [1 - r, r])
@@ -209,8 +211,6 @@ def design_noise(
     >>> round(d.t, 4), round(d.gaussian_leakage_nats + d.non_gaussian_nats, 9) == round(d.information_leakage_nats, 9)
     (4.8605, True)
     """
-    from sdckit.spectral._laws import non_gaussianity
-
     d_noise = non_gaussianity(noise)
     extra = p * d_noise if d_noise > 0 else 0.0
     given = [v is not None for v in (max_leakage, min_mmse, min_separation)]
@@ -326,8 +326,6 @@ def noise_for_covariance(cov: ArrayLike, max_leakage: float, *, noise: str = "ga
     >>> round(t, 4), leakage_bound([[1.0, 0.5], [0.5, 1.0]], t, noise="uniform").upper <= 1.0
     (1.0303, True)
     """
-    from sdckit.spectral._nongaussian import _spectrum, gaussian_leakage, non_gaussianity
-
     lam = _spectrum(cov)
     p = int(lam.size)
     d = non_gaussianity(noise)
@@ -381,8 +379,6 @@ def design_noise_from_data(
     >>> fit.k, d.n_separable, d.information_leakage_nats <= 5.0
     (2, 2, True)
     """
-    from sdckit._io import check_numeric
-
     if isinstance(X, np.ndarray):
         z = np.asarray(X, dtype=float)
         if z.ndim != 2 or not np.all(np.isfinite(z)):

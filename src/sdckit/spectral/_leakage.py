@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from sdckit.errors import ParameterError
+from sdckit.spectral._laws import DATA_LAWS, non_gaussianity
 
 
 def spike_count(r: float, p: int) -> int:
@@ -67,8 +68,6 @@ def information_leakage(
     §4, "Leakage beyond the Gaussian model"; :func:`sdckit.spectral.leakage_bound` says which bound
     applies).
     """
-    from sdckit.spectral._laws import DATA_LAWS, non_gaussianity
-
     if data_law not in DATA_LAWS:
         raise ParameterError(f"data_law={data_law!r}: use 'gaussian' or 'any'.")
     d = non_gaussianity(noise)

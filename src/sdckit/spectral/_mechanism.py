@@ -14,14 +14,27 @@ from typing import Any, Self
 
 import narwhals as nw
 import numpy as np
+import polars as pl
+import sklearn
 from numpy.typing import NDArray
 
 from sdckit._estimator import Estimator, RandomState, as_generator
 from sdckit._io import DataSource, as_narwhals, check_numeric, like_input
-from sdckit._scale import collect_if_lazy, engine_of, restore_kind
+from sdckit._scale import (
+    collect_if_lazy,
+    collect_small,
+    engine_of,
+    map_partitions,
+    numeric_dtypes,
+    restore_kind,
+)
+from sdckit._scale._engines import _as_float
 from sdckit.errors import InputError, MissingValuesError, ParameterError
+from sdckit.microagg._distributed import distributed_moments
+from sdckit.spectral._design import fit_spiked
 from sdckit.spectral._laws import DISTRIBUTIONS, NoiseDistribution, _check_t, draw_noise
 from sdckit.spectral._model import SpikedModel
+from sdckit.spectral._nongaussian import leakage_bound_of_data
 
 _LAZY_NATIVE = ("LazyFrame", "DuckDBPyRelation")  # polars and DuckDB lazy frames (Dask, Spark: engine_of)
 
@@ -119,8 +132,6 @@ class AdditiveNoise(Estimator, metaclass=_AcceptsOldSeed):
         """Validate the parameters and the columns (numeric, no missing values)."""
         self._check()
         if engine_of(X) is not None:
-            from sdckit.microagg._distributed import distributed_moments
-
             _, names = distributed_moments(X, self.columns)  # one pass: numeric, no missing cells
             all_names = [str(c) for c in as_narwhals(X).collect_schema().names()]
             self.n_features_in_ = len(all_names)
@@ -139,7 +150,6 @@ class AdditiveNoise(Estimator, metaclass=_AcceptsOldSeed):
                 "(e.g. sdckit.read_data(data, missing='drop')).",
             ) from None
         self.columns_ = names
-        from sdckit.spectral._nongaussian import leakage_bound_of_data
 
         self.leakage_bound_ = leakage_bound_of_data(z, self.t, self.distribution)
         return self
@@ -166,9 +176,6 @@ class AdditiveNoise(Estimator, metaclass=_AcceptsOldSeed):
         return self._write_output(restore_kind(out, X), was_array)
 
     def _transform_distributed(self, X: DataSource) -> Any:
-        from sdckit._scale import map_partitions, numeric_dtypes
-        from sdckit._scale._engines import _as_float
-
         rs = self.random_state
         if isinstance(rs, (int, np.integer)) and not isinstance(rs, bool):
             entropy = int(rs)
@@ -263,12 +270,8 @@ class NoisyPCA(Estimator):
         On a Dask or Spark frame the covariance comes from one distributed pass (no row reaches
         the driver); a numpy array is read as columns ``x0, x1, ...``.
         """
-        from sdckit.spectral._design import fit_spiked
-
         t = _check_t(self.t)
         if engine_of(X) is not None:
-            from sdckit.microagg._distributed import distributed_moments
-
             (n, mean, cov1), names = distributed_moments(X, self.columns)
             all_names = [str(c) for c in as_narwhals(X).collect_schema().names()]
             self.n_features_in_ = len(all_names)
@@ -328,10 +331,6 @@ class NoisyPCA(Estimator):
         return np.asarray(z @ self.components_[: self._n_out()].T, dtype=float)
 
     def _transform_lazy(self, X: DataSource) -> Any:
-        import sklearn
-
-        from sdckit._scale import collect_small
-
         wanted = getattr(self, "_sklearn_output_config", {}).get("transform", sklearn.get_config()["transform_output"])
         if wanted != "default":
             raise ParameterError(
@@ -395,6 +394,4 @@ class NoisyPCA(Estimator):
 
 def X_frame(X: NDArray[np.float64]) -> Any:
     """A polars frame with columns x0, x1, ... (for examples and tests)."""
-    import polars as pl
-
     return pl.DataFrame({f"x{j}": X[:, j] for j in range(X.shape[1])})

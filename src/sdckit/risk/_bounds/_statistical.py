@@ -21,6 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from sdckit._checks import IntervalMethod, check_k
 from sdckit._io import DataSource
 from sdckit.errors import EmptyTableError, InputError, ParameterError
+from sdckit.risk._measures._exposure import exposure_curve
 
 _INTERVALS = ("auto", "jackknife", "mcdiarmid")
 
@@ -155,7 +156,6 @@ def _counts_of(
     else:
         if columns is None:
             raise InputError("give the columns whose joint values are counted, e.g. columns=['sex', 'race'].")
-        from sdckit.risk._measures._exposure import exposure_curve
 
         curve = exposure_curve(sample, columns)
         return np.repeat(curve.sizes, curve.n_groups_of_size)

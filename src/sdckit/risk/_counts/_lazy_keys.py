@@ -21,6 +21,7 @@ import narwhals as nw
 from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit._scale import collect_small, engine_of
 from sdckit.errors import ParameterError
+from sdckit.risk._counts._weights import check_weight_column
 
 PATTERN = "__sdc_pattern"
 _COUNT = "__sdc_n"
@@ -274,8 +275,6 @@ def with_wildcard_sizes(
     cols = check_columns(frame, columns)
     original = frame.collect_schema().names()
     if weights is not None:
-        from sdckit.risk._counts._weights import check_weight_column
-
         check_weight_column(frame, weights, cols)
     added = [name, *([weight_name] if weights is not None else [])]
     check_new_columns(original, added)
