@@ -112,7 +112,7 @@ def with_nulls(frame: nw.DataFrame[Any], masks: Mapping[str, NDArray[np.bool_]])
 
 def _pandas_with_nulls(native: Any, masks: Mapping[str, NDArray[np.bool_]]) -> Any:
     """pandas: integer and boolean columns become their nullable types (numpy ints hold no missing)."""
-    import pandas as pd
+    import pandas as pd  # lazy: an optional engine's library
 
     out = native.copy()
     for name, mask in masks.items():

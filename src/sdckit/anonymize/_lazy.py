@@ -151,7 +151,7 @@ def partition_tallies(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64
     partition are summed by the other columns), stacked; their count is added to
     :func:`~sdckit._scale.driver_rows`. The (partition, batch) keys are those of
     :func:`sdckit._scale.map_partitions`, so ``fn`` can redraw what a map drew."""
-    import pandas as pd
+    import pandas as pd  # lazy: an optional engine's library
 
     native = X.to_native() if isinstance(X, (nw.DataFrame, nw.LazyFrame)) else X
     cols = list(names)
@@ -165,12 +165,12 @@ def partition_tallies(X: Any, fn: Any, names: Sequence[str]) -> NDArray[np.int64
         got = native.map_partitions(part, meta=meta).compute()
         rows = np.asarray(got[cols].to_numpy(), dtype=np.int64).reshape(-1, len(cols))
     else:
-        from pyspark.sql.types import LongType, StructField, StructType
+        from pyspark.sql.types import LongType, StructField, StructType  # lazy: an optional engine's library
 
         schema = StructType([StructField(c, LongType(), False) for c in cols])
 
         def batches(it: Any) -> Any:
-            from pyspark import TaskContext
+            from pyspark import TaskContext  # lazy: an optional engine's library
 
             ctx = TaskContext.get()
             pid = ctx.partitionId() if ctx is not None else 0

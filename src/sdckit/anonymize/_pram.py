@@ -301,7 +301,7 @@ class PRAM(Anonymizer):
     def _draw_partition(
         self, pdf: Any, key: tuple[int, int], entropy: int
     ) -> dict[str, tuple[NDArray[np.int64], NDArray[np.int64]]]:
-        import pandas as pd
+        import pandas as pd  # lazy: an optional engine's library
 
         rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
         return {
@@ -311,7 +311,7 @@ class PRAM(Anonymizer):
 
     def _release_distributed(self, X: Any, entropy: int) -> Any:
         """The released frame, drawn partition by partition (still lazy, same kind)."""
-        import pandas as pd
+        import pandas as pd  # lazy: an optional engine's library
 
         def release(pdf: Any, key: tuple[int, int]) -> Any:
             out = pdf.copy()
@@ -329,7 +329,7 @@ class PRAM(Anonymizer):
     def _record_distributed(self, X: Any, entropy: int) -> None:
         """``changes_`` of the draw seeded by ``entropy``, from per-partition (column, from, to, n)
         tallies (at most m^2 rows per column and partition reach the driver)."""
-        import pandas as pd
+        import pandas as pd  # lazy: an optional engine's library
 
         names = list(self.columns_)
 

@@ -199,7 +199,7 @@ def _apply_polars(lf: pl.LazyFrame, plan: LazyPlan) -> pl.LazyFrame:
 
 
 def _apply_dask(df: Any, plan: LazyPlan) -> Any:
-    import pandas as pd
+    import pandas as pd  # lazy: an optional engine's library
 
     keys = list(plan.keys)
     names = list(df.columns)
@@ -248,7 +248,7 @@ def _apply_dask(df: Any, plan: LazyPlan) -> Any:
     plain = tagged[tagged[_GID].isna()].map_partitions(apply_single, meta=meta[names])
     if split.empty:
         return plain
-    import dask.dataframe as dd
+    import dask.dataframe as dd  # lazy: an optional engine's library
 
     shared = tagged[~tagged[_GID].isna()].shuffle(on=_GID).map_partitions(apply_split, meta=meta[names])
     return dd.concat([plain, shared])
@@ -256,7 +256,7 @@ def _apply_dask(df: Any, plan: LazyPlan) -> Any:
 
 def _nullable(dtype: Any) -> Any:
     """A pandas dtype that can hold a missing cell (an integer or boolean key becomes nullable)."""
-    import pandas as pd
+    import pandas as pd  # lazy: an optional engine's library
 
     if pd.api.types.is_bool_dtype(dtype):
         return "boolean"
@@ -266,9 +266,9 @@ def _nullable(dtype: Any) -> Any:
 
 
 def _apply_spark(df: Any, plan: LazyPlan) -> Any:
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F  # noqa: N812 - the usual name
-    from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+    from pyspark.sql import Window  # lazy: an optional engine's library
+    from pyspark.sql import functions as F  # noqa: N812 - the usual name; lazy: an optional engine's library
+    from pyspark.sql.types import BooleanType, LongType, StructField, StructType  # lazy: an optional engine's library
 
     keys = list(plan.keys)
     names = list(df.columns)

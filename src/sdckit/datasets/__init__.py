@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def load_adult_hierarchies() -> dict[str, Hierarchy]:
     """The built-in Adult hierarchies, ``{column: Hierarchy}`` (see :func:`sdckit.anonymize.adult_hierarchies`)."""
-    from sdckit.anonymize._hierarchy import adult_hierarchies
+    from sdckit.anonymize._hierarchy import adult_hierarchies  # lazy: start-up time (sklearn, numba)
 
     return adult_hierarchies()
 

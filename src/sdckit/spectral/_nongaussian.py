@@ -199,8 +199,8 @@ def knn_entropy(y: ArrayLike, *, k: int = 3) -> float:
     [lit: Kozachenko and Leonenko 1987; Kraskov, Stoegbauer and Grassberger 2004, eq. (20)].
     A k-d tree: O(n log n) time, O(n p) memory.
     """
-    from scipy.spatial import cKDTree
-    from scipy.special import digamma, gammaln
+    from scipy.spatial import cKDTree  # lazy: start-up time
+    from scipy.special import digamma, gammaln  # lazy: start-up time
 
     z = np.asarray(y, dtype=float)
     if z.ndim == 1:

@@ -15,10 +15,10 @@ _BLUE, _ORANGE, _GREY = "#1f5fa8", "#d9731a", "#777777"
 
 
 def _axes(figsize: tuple[float, float] = (6.0, 3.6)) -> tuple[Any, Any]:
-    import matplotlib
+    import matplotlib  # lazy: plotting (start-up time)
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: plotting (start-up time)
 
     fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     ax.grid(alpha=0.3)

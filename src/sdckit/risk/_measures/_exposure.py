@@ -181,7 +181,7 @@ class ExposureCurve:
 
     def plot(self, ax: Any = None, *, label: str | None = None, **kwargs: Any) -> Any:
         """Step plot of Q_J(t) against t on a log axis (t from 1/n to 1); returns the matplotlib Axes."""
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # lazy: plotting (start-up time)
 
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 4))

@@ -192,8 +192,8 @@ def _value_codes(s: pl.Series) -> tuple[NDArray[np.int64], int]:
     minimum (both a few milliseconds on Adult, where polars' ranking or categorical casts cost tens
     of milliseconds on a busy machine); other types by :func:`sorted_codes`.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # lazy: an optional engine's library
+    import pyarrow.compute as pc  # lazy: an optional engine's library
 
     dtype = s.dtype
     if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):

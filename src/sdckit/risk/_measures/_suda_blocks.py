@@ -63,7 +63,7 @@ def _new_names(m: int) -> list[str]:
 
 def _blocked_native(native: Any, engine: str, columns: Sequence[str], block: Sequence[str], missing: str) -> Any:
     """The per-block scores on Dask (``shuffle`` + ``map_partitions``) or Spark (``applyInPandas``)."""
-    import pandas as pd
+    import pandas as pd  # lazy: an optional engine's library
 
     cols, keys = list(columns), list(block)
     m = len(cols)
@@ -81,7 +81,7 @@ def _blocked_native(native: Any, engine: str, columns: Sequence[str], block: Seq
             return pd.concat(pieces)
 
         return native.shuffle(on=keys).map_partitions(part, meta=meta)
-    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType  # lazy: an optional engine's library
 
     fields = [*native.schema.fields, StructField("suda_score", DoubleType(), False),
               StructField("min_msu_size", LongType(), False)]
