@@ -24,8 +24,9 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
+
+from sdckit._scale._jit import njit
 
 __all__ = ["DecoyPlan", "DecoyResult", "decoy_plan", "decoy_suppress", "exact_group_sizes", "suppressed_value_posterior"]
 

@@ -268,7 +268,12 @@ def _nullable(dtype: Any) -> Any:
 def _apply_spark(df: Any, plan: LazyPlan) -> Any:
     from pyspark.sql import Window  # lazy: an optional engine's library
     from pyspark.sql import functions as F  # noqa: N812 - the usual name; lazy: an optional engine's library
-    from pyspark.sql.types import BooleanType, LongType, StructField, StructType  # lazy: an optional engine's library
+    from pyspark.sql.types import (  # lazy: an optional engine's library
+        BooleanType,
+        LongType,
+        StructField,
+        StructType,
+    )
 
     keys = list(plan.keys)
     names = list(df.columns)

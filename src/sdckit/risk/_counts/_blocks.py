@@ -25,12 +25,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
-import numba
 import numpy as np
-from numba import types
-from numba.typed import List as NumbaList
 from numpy.typing import NDArray
 
+from sdckit._scale._jit import njit
 from sdckit.errors import ColumnNotFoundError, InputError
 
 MAX_EXACT_BLOCK_COLUMNS = 16
@@ -281,8 +279,20 @@ def thin_options(
 
 # --- exact minimum over partitions: dynamic programme over subsets of columns -------------------
 
+NumbaList: Any = None
+"""``numba.typed.List``, set by :func:`_numba_names` before :func:`_partition_dp` compiles."""
+types: Any = None
+"""``numba.types``, likewise."""
 
-@numba.njit(cache=True)
+
+def _numba_names() -> dict[str, Any]:
+    import numba  # lazy: start-up time
+    from numba.typed import List
+
+    return {"NumbaList": List, "types": numba.types}
+
+
+@njit(cache=True)
 def _filter(
     s: NDArray[np.int64], lw: NDArray[np.float64], limit: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -310,7 +320,7 @@ def _filter(
     return s[idx], lw[idx]
 
 
-@numba.njit(cache=True)
+@njit(cache=True, names=lambda: _numba_names())
 def _partition_dp(
     p: int,
     masks: NDArray[np.int64],

@@ -7,11 +7,11 @@ from typing import Any
 
 import narwhals as nw
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from sdckit._io import DataSource, as_narwhals, check_columns
 from sdckit._scale import collect_all
+from sdckit._scale._jit import njit
 
 MAX_PATTERNS = 1024
 """Up to this many distinct missing patterns the pattern-pair kernel runs; beyond, whichever of the

@@ -22,10 +22,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
-from numba import njit
 from numpy.typing import ArrayLike, NDArray
 
 from sdckit._checks import group_size
+from sdckit._scale._jit import njit
 from sdckit.errors import InputError, ParameterError
 
 __all__ = ["DRiskRMD", "RecordLinkage", "d_risk", "d_risk_rmd", "interval_disclosure", "record_linkage"]

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-import numba
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
@@ -26,6 +25,7 @@ from numpy.typing import NDArray
 from sdckit._checks import check_groupable
 from sdckit._io import DataSource, read_data
 from sdckit._scale import collect_all
+from sdckit._scale._jit import njit
 from sdckit.errors import EmptyTableError, ParameterError
 from sdckit.risk._counts._counting import sorted_codes
 
@@ -40,7 +40,7 @@ _DIS_BINS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 # --------------------------------------------------------------------------------------------- kernel
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _fill_shared(
     x: NDArray[np.int32],
     mask: int,
@@ -84,7 +84,7 @@ def _fill_shared(
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _is_minimal(
     x: NDArray[np.int32],
     r: int,
@@ -170,7 +170,7 @@ def _is_minimal(
     return True
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _node(
     x: NDArray[np.int32],
     rows: NDArray[np.int64],
@@ -295,7 +295,7 @@ def _node(
                 here[offs[j] + v] = 0
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def suffix_codes(x: NDArray[np.int32]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Dense code of each row on the columns j..m-1, for every j (column m: all 0), and the number
     of codes per j. Missing (-1) is one more value. One pass per column with a remap table (a dense
@@ -335,7 +335,7 @@ def suffix_codes(x: NDArray[np.int32]) -> tuple[NDArray[np.int64], NDArray[np.in
     return suf, ncodes
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _first_two(group: NDArray[np.int64], n_groups: int) -> NDArray[np.bool_]:
     """Keep the first two rows of each group."""
     seen = np.zeros(n_groups, dtype=np.int64)
@@ -348,7 +348,7 @@ def _first_two(group: NDArray[np.int64], n_groups: int) -> NDArray[np.bool_]:
     return keep
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _item_lists(x: NDArray[np.int32], offs: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """CSR of the rows holding each item (column j, value v), item index offs[j] + v; counting sort."""
     n, m = x.shape

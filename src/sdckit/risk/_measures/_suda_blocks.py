@@ -81,7 +81,12 @@ def _blocked_native(native: Any, engine: str, columns: Sequence[str], block: Seq
             return pd.concat(pieces)
 
         return native.shuffle(on=keys).map_partitions(part, meta=meta)
-    from pyspark.sql.types import DoubleType, LongType, StructField, StructType  # lazy: an optional engine's library
+    from pyspark.sql.types import (  # lazy: an optional engine's library
+        DoubleType,
+        LongType,
+        StructField,
+        StructType,
+    )
 
     fields = [*native.schema.fields, StructField("suda_score", DoubleType(), False),
               StructField("min_msu_size", LongType(), False)]
