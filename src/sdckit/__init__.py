@@ -2,7 +2,8 @@
 
 Subpackages
 -----------
-risk        exposure, bounds from marginals, statistical exposure, entropy, the release planner
+risk        exposure, bounds from marginals, statistical exposure, entropy, the release measure
+plan        the release planner: which columns to release, recoded how far, with which suppression
 protocol    the shuffle protocol (users, shuffler, curator, analyst) as pure parties and services
 spectral    noise-information separation for private PCA (random-matrix theory)
 microagg    MDAV and its family, moment restoration, utility measures

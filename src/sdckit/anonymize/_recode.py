@@ -121,7 +121,7 @@ class GlobalRecoder(Anonymizer):
 
     See Also
     --------
-    TopBottomCoder, LocalSuppressor, sdckit.risk.plan_release
+    TopBottomCoder, LocalSuppressor, sdckit.plan.plan_release
 
     References
     ----------

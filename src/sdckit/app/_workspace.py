@@ -217,7 +217,7 @@ class Workspace:
         self.job = Job("Measuring the release", lambda advance: self.measure(state, advance), on_done=done).start()
 
     def start_plan(self, hierarchies: str, suppression: str) -> None:
-        """Ask the planner (:func:`sdckit.risk.plan_release`, with hierarchies and suppression) in a worker thread."""
+        """Ask the planner (:func:`sdckit.plan.plan_release`, with hierarchies and suppression) in a worker thread."""
         state = self.state
         self.plan_options = {"hierarchies": hierarchies, "suppression": suppression}
         config = self.config(state)

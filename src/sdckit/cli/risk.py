@@ -266,7 +266,7 @@ def _with_pairs(
     marg: Any, source: Any, mode: str, *, k: int, budget: float, triples: bool, missing: str
 ) -> tuple[Any, dict[str, Any]]:
     """The marginals with pair (and triple) tables counted on the data: ``all`` pairs in full, or
-    what a curator receives asking safely (:func:`sdckit.risk.received_marginals`)."""
+    what a curator receives asking safely (:func:`sdckit.plan.received_marginals`)."""
     import itertools
 
     from sdckit.plan import received_marginals

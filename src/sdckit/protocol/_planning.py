@@ -1,6 +1,6 @@
 """The curator's decision: from round-1 marginals to a :class:`PublishedPlan` (pure).
 
-The planner itself is :func:`sdckit.risk.plan_release`; this module adapts the counts the curator
+The planner itself is :func:`sdckit.plan.plan_release`; this module adapts the counts the curator
 holds (keyed by canonical value encodings), applies the local-suppression extension, and records
 the outcome as the public plan.
 """
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from sdckit.risk import Marginals
 
 PlanMethod: TypeAlias = Literal["lower", "support", "theorem2", "theorem3", "best"]
-"""Bound used by :func:`sdckit.risk.plan_release` (see its documentation)."""
+"""Bound used by :func:`sdckit.plan.plan_release` (see its documentation)."""
 
 REDACTED_KEY = encode_value(REDACTED)
 """Canonical key of the redaction marker, ``'{"redacted":true}'``."""
@@ -197,7 +197,7 @@ def decide_plan(
     hierarchies: Mapping[str, Any] | None = None,
     round2_pad: int | None = None,
 ) -> PublishedPlan:
-    """Decide which features are released, and how coarsely, with :func:`sdckit.risk.plan_release`.
+    """Decide which features are released, and how coarsely, with :func:`sdckit.plan.plan_release`.
 
     A feature whose counts do not add up to the number of users (``n_users``, e.g. the complete
     submissions the shuffler admitted; default: the most common total over the features) holds a
@@ -232,7 +232,7 @@ def decide_plan(
         (``pair_measured``).
     hierarchies : ``{feature: hierarchy}`` (a :class:`sdckit.anonymize.Hierarchy`, a built-in
         name such as ``"adult:age"``, a CSV path or ``{value: [level 1, ...]}``): search recoding
-        levels (:func:`sdckit.risk.plan_release` with ``hierarchies``) on the round-1 counts, the
+        levels (:func:`sdckit.plan.plan_release` with ``hierarchies``) on the round-1 counts, the
         pair tables recoded alike (:meth:`sdckit.risk.Marginals.recode`). Fixed setting only,
         without local suppression. The plan's ``recodings`` map every counted value of each
         recoded feature to its generalised value (:func:`key_hierarchy`); a value outside the
@@ -801,7 +801,7 @@ def choose_pairs(
     budget: float,
     pad: int | None = None,
 ) -> PairQueries:
-    """The pair queries to publish after round 1, with :func:`sdckit.risk.choose_pair_queries`:
+    """The pair queries to publish after round 1, with :func:`sdckit.plan.choose_pair_queries`:
     values held by fewer than k users are redacted in every query, and queries are added while the
     union bound on the share of users in a received cell < k stays within ``budget``.
 
@@ -899,7 +899,7 @@ def statistical_plan(
 ) -> tuple[tuple[str, ...], float, str, dict[str, str]]:
     """The heaviest set of columns whose statistical bound is within ``budget``.
 
-    :func:`sdckit.risk.plan_release` with ``setting="statistical"``: the bound of
+    :func:`sdckit.plan.plan_release` with ``setting="statistical"``: the bound of
     :func:`sdckit.risk.statistical_exposure_bound` at delta / (2^d - 1) per set of the d features,
     so the chosen set's bound holds with probability >= 1 - delta although it was chosen after
     seeing the counts. Returns (columns, bound, method label, reasons for the excluded columns).

@@ -159,7 +159,7 @@ class PublishedPlan:
     pair tables were used) and ``release`` (round 2)."""
     pair_bound: float | None = None
     """With the pair round: the bound, computed before asking, on the share of users in a received
-    pair-table cell of fewer than k users (:attr:`sdckit.risk.QueryPlan.bound`)."""
+    pair-table cell of fewer than k users (:attr:`sdckit.plan.QueryPlan.bound`)."""
     pair_measured: float | None = None
     """With the pair round: that share measured on the received tables (union over the tables:
     the sum of their shares, capped at 1)."""
@@ -348,7 +348,7 @@ class PairQueries:
     k: int
     queries: tuple[PairQuery, ...]
     bound: float
-    """Union bound over the queries (:attr:`sdckit.risk.QueryPlan.bound`), <= ``budget``."""
+    """Union bound over the queries (:attr:`sdckit.plan.QueryPlan.bound`), <= ``budget``."""
     budget: float
     pad: int
     """Length in bytes of every pair-round inner plaintext."""

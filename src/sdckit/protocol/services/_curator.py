@@ -39,7 +39,7 @@ class PlanRequest(BaseModel):
         0.05, ge=0, le=1, allow_inf_nan=False, description="share of users (0..1) allowed in groups < k"
     )
     method: str | None = Field(
-        None, description="bound of sdckit.risk.plan_release (default and only choice: the spec's bound_method)"
+        None, description="bound of sdckit.plan.plan_release (default and only choice: the spec's bound_method)"
     )
     weights: dict[str, float] | None = Field(None, description="utility weight per feature")
     n_release: int | None = Field(
