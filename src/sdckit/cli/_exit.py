@@ -42,8 +42,11 @@ def internal_error(err: BaseException) -> int:
     if os.environ.get("SDCKIT_DEBUG", "") not in ("", "0"):
         traceback.print_exception(err)
     else:
+        what = type(err).__name__
+        if isinstance(err, ImportError) and err.name:  # a module name holds no data: say which
+            what += f": no module named {err.name!r}"
         print(
-            f"sdckit: internal error ({type(err).__name__}); this is a bug in sdckit, not in your data.\n"
+            f"sdckit: internal error ({what}); this is a bug in sdckit, not in your data.\n"
             "Rerun with SDCKIT_DEBUG=1 for the traceback and report it to the sdckit maintainers with the "
             "command line and `sdckit --version` (never the data).",
             file=sys.stderr,
