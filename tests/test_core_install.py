@@ -118,6 +118,15 @@ def test_sdckit_risk_and_report_with_a_sensitive_column(survey: Path, tmp_path: 
     assert "l-diversity" in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
+def _pipeline_to_sav(tmp_path: Path, survey: Path) -> str:
+    (tmp_path / "sav.yaml").write_text(
+        f"input: {survey.name}\nquasi_identifiers: [sex]\nidentifiers: [respondent_id]\nk: 3\n"
+        "output: {data: out/release.sav}\n",
+        encoding="utf-8",
+    )
+    return "sav.yaml"
+
+
 def _pipeline_on_dask(tmp_path: Path, survey: Path) -> str:
     (tmp_path / "dask.yaml").write_text(
         f"input: {survey.name}\nengine: dask\nquasi_identifiers: [age_group, region, sex]\n"
@@ -134,6 +143,7 @@ OPTIONAL = [
     (["describe", "x.xlsx"], "formats"),
     (["describe", "x.rds"], "formats"),
     (["run", "{dask}"], "scale"),
+    (["run", "{sav}"], "formats"),
     (["protocol", "keygen", "key"], "protocol"),
     (["protocol", "serve", "shuffler", "--config", "x.toml"], "protocol"),
     (["app", "--no-browser"], "app"),
@@ -146,7 +156,8 @@ def test_an_optional_feature_names_its_extra_in_one_line(
 ) -> None:
     for name in ("x.sav", "x.dta", "x.xlsx", "x.rds", "x.toml"):
         (tmp_path / name).write_bytes(b"not read: the extra is missing\n")
-    args = [a.replace("{dask}", _pipeline_on_dask(tmp_path, survey)) for a in args]
+    places = {"{dask}": _pipeline_on_dask, "{sav}": _pipeline_to_sav}
+    args = [places[a](tmp_path, survey) if a in places else a for a in args]
     r = sdckit_core(*args, cwd=tmp_path)
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
