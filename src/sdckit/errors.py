@@ -19,8 +19,8 @@ a caller would expect, so ``except ValueError`` keeps working::
     * SdcWarning(UserWarning)                  legal but suspicious input (an identifier as a
                                                quasi-identifier, an unusual budget)
 
-The CLI prints an :class:`SdcError` as one line and exits 1; anything else is a bug and keeps its
-traceback. Messages name the column, the value and the fix; they never contain more microdata than
+The CLI prints an :class:`SdcError` as one line and exits 1; anything else is a bug: exit 70 with a
+short message, its traceback only with ``SDCKIT_DEBUG=1`` (:mod:`sdckit.cli._exit`). Messages name the column, the value and the fix; they never contain more microdata than
 the single offending value.
 """
 

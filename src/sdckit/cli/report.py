@@ -169,7 +169,7 @@ def run(
     """Run a release pipeline: mask, measure the release as written, write it and the report.
 
     Over budget (the release's exposure at k above the budget), it writes the report, marked not
-    safe with what would fix it, writes no data file, and exits 1, unless the pipeline sets
+    safe with what would fix it, writes no data file, and exits 3 (refused), unless the pipeline sets
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
     from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
