@@ -118,6 +118,27 @@ def test_sdckit_risk_and_report_with_a_sensitive_column(survey: Path, tmp_path: 
     assert "l-diversity" in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
+CORE = [
+    ["describe", "survey.csv", "--json"],
+    ["datasets", "list"],
+    ["plan", "survey.csv", "--columns", "age_group,region,sex,occupation", "--k", "3", "--json"],
+    ["suppress", "survey.csv", "--columns", "age_group,region,sex", "--k", "3", "-o", "s.parquet", "--json"],
+    ["pram", "survey.csv", "--columns", "region", "-o", "p.csv", "--json"],
+    ["recode", "survey.csv", "--breaks", "income=10000,20000,40000", "-o", "r.parquet", "--json"],
+    ["microaggregate", "survey.csv", "--columns", "income,hours", "--k", "3", "-o", "m.parquet", "--json"],
+    ["noise", "survey.csv", "--columns", "income,hours", "--t", "0.1", "-o", "n.parquet", "--json"],
+    ["spectral", "support", "--c", "0.1", "--taus", "1,4,12", "--weights", "0.5,0.3,0.2", "--json"],
+]
+
+
+@pytest.mark.parametrize("args", CORE, ids=[" ".join(a[:2]) for a in CORE])
+def test_the_other_core_commands(args: list[str], survey: Path, tmp_path: Path) -> None:
+    r = sdckit_core(*args, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    if "--json" in args:
+        json.loads(r.stdout)
+
+
 def _pipeline_to_sav(tmp_path: Path, survey: Path) -> str:
     (tmp_path / "sav.yaml").write_text(
         f"input: {survey.name}\nquasi_identifiers: [sex]\nidentifiers: [respondent_id]\nk: 3\n"
