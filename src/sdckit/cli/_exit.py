@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from enum import IntEnum
 
 
@@ -40,6 +39,8 @@ def internal_error(err: BaseException) -> int:
     """Print a short note about an unexpected exception (never its locals: they can hold
     microdata) and return :attr:`ExitCode.INTERNAL_ERROR`; the traceback only with ``SDCKIT_DEBUG=1``."""
     if os.environ.get("SDCKIT_DEBUG", "") not in ("", "0"):
+        import traceback
+
         traceback.print_exception(err)
     else:
         what = type(err).__name__
