@@ -28,9 +28,9 @@ stderr = Console(stderr=True)
 
 JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
 
-DATA_HELP = (
+DATA_HELP = (  # rich markup: the backslash keeps "[formats]" from being read as a tag
     "A data file: CSV, TSV, Parquet, JSON lines (.gz allowed); .xlsx/.ods, SPSS .sav, Stata .dta, "
-    "SAS .sas7bdat/.xpt, R .rds/.RData with sdckit[formats]."
+    "SAS .sas7bdat/.xpt, R .rds/.RData with sdckit\\[formats]."
 )
 
 PLOT_SUFFIXES = (".svg", ".png", ".pdf")
