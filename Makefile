@@ -14,7 +14,7 @@ JOBS ?= 2
 
 JS := clients/js
 
-.PHONY: demo test js-test lint bench install clean
+.PHONY: demo demo-check test js-test lint bench install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ install: $(STAMP)
 
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/sdckit run examples/pipelines/adult.yaml   # writes out/adult-protected.parquet and out/adult-report.html
+
+# `make demo` in a clean clone of the committed HEAD with a core-only venv in a temporary folder,
+# then the report's figures checked (what CI runs first: .ci/run)
+demo-check:
+	.ci/demo-check
 
 test: $(STAMP) js-test
 	$(PY) -m pytest -n $(JOBS) -q

@@ -13,13 +13,14 @@ a caller would expect, so ``except ValueError`` keeps working::
         + NotFittedError(AttributeError)       transform before fit
         + InfeasibleError(ValueError)          rank(S1) != rank(S2); a budget below the lower bound
         + ConfigError(ValueError)              a pipeline file with unknown keys or wrong types
+        + MissingExtraError(ImportError)       an optional feature whose extra is not installed
         + ProtocolError
             MalformedMessageError(ValueError), ReplayError, AuthError(PermissionError)
     * SdcWarning(UserWarning)                  legal but suspicious input (an identifier as a
                                                quasi-identifier, an unusual budget)
 
-The CLI prints an :class:`SdcError` as one line and exits 1; anything else is a bug and keeps its
-traceback. Messages name the column, the value and the fix; they never contain more microdata than
+The CLI prints an :class:`SdcError` as one line and exits 1; anything else is a bug: exit 70 with a
+short message, its traceback only with ``SDCKIT_DEBUG=1`` (:mod:`sdckit.cli._exit`). Messages name the column, the value and the fix; they never contain more microdata than
 the single offending value.
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "InfeasibleError",
     "InputError",
     "MalformedMessageError",
+    "MissingExtraError",
     "MissingValuesError",
     "NonNumericColumnError",
     "NotFittedError",
@@ -142,6 +144,17 @@ class InfeasibleError(SdcError, ValueError):
 
 class ConfigError(SdcError, ValueError):
     """A pipeline configuration with unknown keys, wrong types or columns not in the data."""
+
+
+class MissingExtraError(SdcError, ImportError):
+    """An optional feature used without its extra: the message names the package and the
+    ``pip install 'sdckit[extra]'`` line that adds it (raised by :func:`sdckit._io._optional.require`)."""
+
+    def __init__(self, module: str, *, extra: str, what: str) -> None:
+        super().__init__(f"{what} needs {module.split('.')[0]}: pip install 'sdckit[{extra}]'", name=module)
+        self.module = module
+        self.extra = extra
+        self.what = what
 
 
 class ProtocolError(SdcError):

@@ -249,7 +249,7 @@ def test_a_refused_run_sets_the_earlier_data_file_aside(csv: Path, tmp_path: Pat
         encoding="utf-8",
     )
     r = runner.invoke(app, ["run", str(cfg)])
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 3, r.output  # ExitCode.REFUSED
     assert not out.exists()
     assert (tmp_path / "release.csv.stale").read_text() == "an earlier run's release\n"
     assert "renamed release.csv.stale" in r.stderr

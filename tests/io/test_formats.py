@@ -23,7 +23,7 @@ import pytest
 
 from sdckit import read_data
 from sdckit._io import ReadOptions, read_path
-from sdckit.errors import ParameterError, SdcWarning, UnreadableInputError
+from sdckit.errors import MissingExtraError, ParameterError, SdcWarning, UnreadableInputError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -142,5 +142,5 @@ def test_missing_reader_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.delitem(__import__("sys").modules, "pyreadstat")
     monkeypatch.setattr(builtins, "__import__", no_pyreadstat)
-    with pytest.raises(UnreadableInputError, match=r"pip install 'sdckit\[formats\]'"):
+    with pytest.raises(MissingExtraError, match=r"needs pyreadstat: pip install 'sdckit\[formats\]'"):
         read_path(path)

@@ -178,14 +178,14 @@ def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_pa
     assert idisc["per_column"]["income"] == pytest.approx(share)
 
 
-def test_over_budget_is_refused_exit_1_no_data_and_a_report_saying_why(survey: Path, tmp_path: Path) -> None:
+def test_over_budget_is_refused_exit_3_no_data_and_a_report_saying_why(survey: Path, tmp_path: Path) -> None:
     data = tmp_path / "out" / "release.csv"
     report = tmp_path / "out" / "report.html"
     raw = _roles(survey, steps=[], budget=0.01, output={"data": str(data), "report": str(report)})
     pipeline = tmp_path / "p.json"
     pipeline.write_text(json.dumps(raw))
     r = runner.invoke(app, ["run", str(pipeline)])
-    assert r.exit_code == 1
+    assert r.exit_code == 3  # ExitCode.REFUSED: refused as designed, not an error
     assert "Traceback" not in r.output
     assert "NOT SAFE TO RELEASE" in r.stdout
     assert "no data file was written" in r.stderr
@@ -202,7 +202,7 @@ def test_over_budget_is_refused_exit_1_no_data_and_a_report_saying_why(survey: P
     assert 'class="alert"' in page
     # --json: the same refusal, machine-readable
     r = runner.invoke(app, ["run", str(pipeline), "--json"])
-    assert r.exit_code == 1
+    assert r.exit_code == 3  # ExitCode.REFUSED: refused as designed, not an error
     payload = json.loads(r.stdout)
     assert payload["refused"] is True
     assert "data" not in payload["outputs"]

@@ -257,7 +257,7 @@ def test_sdckit_run_with_engine_dask(people: pl.DataFrame, tmp_path: Path) -> No
     assert payload["parts"] == len(list((tmp_path / "out" / "release.parquet").glob("*.parquet"))) > 1
     pipeline.write_text(pipeline.read_text().replace("  - local_suppression: {}\n", "  []\n").replace("steps:\n  []", "steps: []"))
     over = CliRunner().invoke(app, ["run", str(pipeline)])
-    assert over.exit_code == 1
+    assert over.exit_code == 3  # ExitCode.REFUSED
     assert "Refused" in over.output
     assert (tmp_path / "out" / "release.parquet.stale").is_dir()  # the earlier release set aside, not this one
     assert not (tmp_path / "out" / "release.parquet").exists()

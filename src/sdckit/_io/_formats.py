@@ -10,14 +10,13 @@ factors as categories. These three libraries are the optional extra ``sdckit[for
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
+from sdckit._io._optional import require
 from sdckit.errors import ParameterError, UnreadableInputError
 
 DEFAULT_NA: tuple[str, ...] = ("", "NA", "NaN")
@@ -107,22 +106,9 @@ def sniff_separator(sample: str, *, fallback: str, decimal: str = ".") -> str:
     return best
 
 
-_EXTRA = "pip install 'sdckit[formats]'"
-
-
-def _require(module: str, ending: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise UnreadableInputError(
-            f"reading {ending} files needs the Python package {module}, which is not installed. "
-            f"Install the optional readers with {_EXTRA} (or pip install {module})."
-        ) from None
-
-
 def read_excel(path: Path) -> pl.DataFrame:
     """The first sheet of an ``.xlsx``, ``.xls`` or ``.ods`` file (its first row is the header)."""
-    _require("fastexcel", path.suffix.lower())
+    require("fastexcel", extra="formats", what=f"reading {path.suffix.lower()} files")
     return pl.read_excel(path, engine="calamine")
 
 
@@ -150,7 +136,7 @@ def read_r(path: Path, ending: str) -> pl.DataFrame:
 
     Factors become categories; ``NA`` is missing.
     """
-    pyreadr = _require("pyreadr", ending)
+    pyreadr = require("pyreadr", extra="formats", what=f"reading {ending} files")
     try:
         result = pyreadr.read_r(str(path), output_format="polars")
     except pyreadr.custom_errors.PyreadrError as err:

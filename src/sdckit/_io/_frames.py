@@ -29,6 +29,7 @@ from sdckit.errors import (
     ColumnNotFoundError,
     EmptyTableError,
     FileNotFoundInputError,
+    MissingExtraError,
     ParameterError,
     SdcWarning,
     UnreadableInputError,
@@ -246,7 +247,7 @@ def _read_other(p: Path, fmt: str, opts: ReadOptions) -> pl.DataFrame:
             df = read_stat(p, ending, None if opts.is_utf8 else opts.encoding, opts.labels)
         else:
             df = read_r(p, ending)
-    except UnreadableInputError:
+    except (UnreadableInputError, MissingExtraError):
         raise
     except Exception as err:  # the readers raise their own types; the message is what matters
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._io._optional import require
 from sdckit.errors import OutputError, ParameterError, SdcWarning
 
 __all__ = ["SUPPRESSED_LABEL", "LabelsMode", "SurveyLabels", "read_labels", "read_stat", "write_survey"]
@@ -139,9 +140,7 @@ def _reader(pyreadstat: Any, ending: str) -> Any:
 
 
 def _read(path: Path, ending: str, encoding: str | None, *, metadataonly: bool = False) -> tuple[Any, Any]:
-    from sdckit._io._formats import _require
-
-    pyreadstat = _require("pyreadstat", ending)
+    pyreadstat = require("pyreadstat", extra="formats", what=f"reading {ending} files")
     kwargs: dict[str, Any] = {"output_format": "pandas", "metadataonly": metadataonly}
     if ending in _WITH_USER_MISSING:
         kwargs["user_missing"] = True  # declared missing codes stay their code, never a blank
@@ -277,11 +276,8 @@ def write_survey(frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLab
     Suppressed cells (``labels.suppressed``) are written as a declared missing value labelled
     :data:`SUPPRESSED_LABEL`; other missing cells as the system-missing value.
     """
-    import pandas as pd
-
-    from sdckit._io._formats import _require
-
-    pyreadstat = _require("pyreadstat", ending)
+    pyreadstat = require("pyreadstat", extra="formats", what=f"writing {ending} files")
+    import pandas as pd  # pyreadstat's own dependency
     info = labels if labels is not None else SurveyLabels()
     data: dict[str, Any] = {}
     value_labels: dict[str, dict[Any, str]] = {}

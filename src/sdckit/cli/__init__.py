@@ -6,9 +6,11 @@ lists them in :data:`COMMANDS` and loads a module when one of its commands runs,
 (with ``register``) and add one line to :data:`COMMANDS`: the name, the module, the one-line help
 shown by ``sdckit --help``.
 
-Exit codes: 0 success, 1 an error in the input or parameters (one red line, or with ``--json`` an
-``{"error": {...}}`` object on stdout; no traceback), 2 a usage error (unknown option, bad value
-for an option).
+Exit codes (:class:`sdckit.cli._exit.ExitCode`, the one place they are defined): 0 success (for
+``run``: released); 1 an error in the input or parameters (one red line, or with ``--json`` an
+``{"error": {...}}`` object on stdout; no traceback); 2 a usage error (unknown option, bad value for
+an option); 3 refused: the release is over its budget (the report is written, the data file is not);
+70 an internal error, i.e. a bug (a short message; the traceback with ``SDCKIT_DEBUG=1``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import typer
 from typer._click import core as click  # typer vendors click (0.26+): its classes, not click's
 from typer._click import exceptions as click_exceptions
 from typer.core import Abort, TyperCommand, TyperGroup, TyperOption
+
+from sdckit.cli._exit import EXIT_CODES_HELP, ExitCode, internal_error
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module that registers it, one-line help of `sdckit --help`)
@@ -129,7 +133,7 @@ class _LazyGroup(TyperGroup):
 app = typer.Typer(
     name="sdckit",
     cls=_LazyGroup,
-    help="Statistical disclosure control with measured privacy and measured utility.",
+    help="Statistical disclosure control with measured privacy and measured utility.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals can hold microdata
     add_completion=False,
@@ -155,8 +159,21 @@ def _root(
 
 
 def main() -> None:
-    """Entry point of the ``sdckit`` script."""
-    app()
+    """Entry point of the ``sdckit`` script: an exception that is not an sdckit error (a bug) exits
+    :attr:`ExitCode.INTERNAL_ERROR` with a short message, never a traceback (unless ``SDCKIT_DEBUG=1``)."""
+    import sys
+
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)  # the shell's code for Ctrl+C
+    except Exception as err:
+        from sdckit.errors import SdcError
+
+        if isinstance(err, SdcError):  # raised outside a command's error handling (e.g. while loading it)
+            print(f"Error: {err}", file=sys.stderr)
+            sys.exit(ExitCode.INPUT_ERROR)
+        sys.exit(internal_error(err))
 
 
-__all__ = ["COMMANDS", "app", "load_command", "main"]
+__all__ = ["COMMANDS", "ExitCode", "app", "load_command", "main"]

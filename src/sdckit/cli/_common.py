@@ -14,8 +14,10 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from typer._click import exceptions as click  # typer vendors click (0.26+)
 
+from sdckit.cli._exit import ExitCode
 from sdckit.errors import SdcError, SdcWarning
 
 P = ParamSpec("P")
@@ -26,9 +28,9 @@ stderr = Console(stderr=True)
 
 JSON_HELP = "Print the result as JSON (stable keys) instead of tables."
 
-DATA_HELP = (
+DATA_HELP = (  # rich markup: the backslash keeps "[formats]" from being read as a tag
     "A data file: CSV, TSV, Parquet, JSON lines (.gz allowed); .xlsx/.ods, SPSS .sav, Stata .dta, "
-    "SAS .sas7bdat/.xpt, R .rds/.RData with sdckit[formats]."
+    "SAS .sas7bdat/.xpt, R .rds/.RData with sdckit\\[formats]."
 )
 
 PLOT_SUFFIXES = (".svg", ".png", ".pdf")
@@ -101,8 +103,8 @@ def user_errors(*, as_json: bool = False) -> Iterator[None]:
             if as_json:
                 print_json(error_payload(type(err).__name__, text))
             else:
-                stderr.print(f"[bold red]Error:[/] {text}", highlight=False, soft_wrap=True)
-            raise typer.Exit(code=1) from None
+                stderr.print(f"[bold red]Error:[/] {escape(text)}", highlight=False, soft_wrap=True)
+            raise typer.Exit(code=ExitCode.INPUT_ERROR) from None
         except click.UsageError as err:  # raised by the command body: still exit 2
             if not as_json:
                 raise

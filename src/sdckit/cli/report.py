@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sdckit.cli._common import (
     JSON_HELP,
+    ExitCode,
     handles_errors,
     k_option,
     parse_columns,
@@ -104,12 +105,16 @@ def report(
         print_json({"report": str(html_path.resolve()), "sidecar": str(json_path.resolve()), "plan": result.plan.to_dict(),
                     "release": measure.to_dict() if measure is not None else None,
                     "roles": result.roles.to_dict() if result.roles is not None else None})
-        return
-    _print_roles(result)
-    if measure is not None:
-        _print_verdict(result)
-    stdout.print(f"Report written to [bold]{html_path.resolve()}[/]")
-    stdout.print(f"Every figure is also in {json_path.resolve()}")
+    else:
+        _print_roles(result)
+        if measure is not None:
+            _print_verdict(result)
+        stdout.print(f"Report written to [bold]{html_path.resolve()}[/]")
+        stdout.print(f"Every figure is also in {json_path.resolve()}")
+    if config is not None and result.refused:  # the pipeline's release would be refused by `sdckit run`
+        if not as_json:
+            stderr.print("[bold red]Refused:[/] the pipeline's release is over its budget (see the report).")
+        raise typer.Exit(ExitCode.REFUSED)
 
 
 def _print_roles(result: object) -> None:
@@ -164,7 +169,7 @@ def run(
     """Run a release pipeline: mask, measure the release as written, write it and the report.
 
     Over budget (the release's exposure at k above the budget), it writes the report, marked not
-    safe with what would fix it, writes no data file, and exits 1, unless the pipeline sets
+    safe with what would fix it, writes no data file, and exits 3 (refused), unless the pipeline sets
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
     from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
@@ -196,7 +201,7 @@ def run(
     if as_json:
         print_json(payload)
         if result.refused:
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.REFUSED)
         return
     stdout.print(f"[bold]{cfg.name}[/]")
     table = Table("step", "kind", "effect")
@@ -214,7 +219,7 @@ def run(
                      "(it is not this release).", highlight=False)
     if result.refused:
         stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REFUSED)
 
 
 def _run_distributed(cfg: Any, as_json: bool) -> None:
@@ -254,4 +259,4 @@ def _run_distributed(cfg: Any, as_json: bool) -> None:
     if written.refused:
         if not as_json:
             stderr.print("[bold red]Refused:[/] the release is over its budget; no data was written.")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REFUSED)

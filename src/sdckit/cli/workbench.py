@@ -38,11 +38,10 @@ def workbench(
             f"--host {host} makes the workbench (and the data in it) reachable from other machines; give a secret "
             "with --token (e.g. --token $(python -c 'import secrets; print(secrets.token_urlsafe())')), or leave --host out."
         )
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise ParameterError("sdckit app needs its extra: pip install 'sdckit[app]' (FastAPI and uvicorn).") from None
+    from sdckit._io._optional import require
+
+    for module in ("fastapi", "uvicorn"):
+        require(module, extra="app", what="sdckit app")
     if port:
         from sdckit.cli._common import check_port_free
 

@@ -109,14 +109,14 @@ def _read(config: PipelineConfig, engine: str) -> Any:
             "files) or CSV; convert the file, or leave engine out to read it in memory."
         )
     parts = config.partitions
-    if engine == "dask":
-        import dask.dataframe as dd
+    from sdckit._io._optional import require
 
+    if engine == "dask":
+        dd = require("dask.dataframe", extra="scale", what="engine: dask")
         df = dd.read_parquet(str(path)) if fmt == "parquet" else dd.read_csv(str(path))
         return df.repartition(npartitions=parts) if parts else df
     if engine == "spark":
-        from pyspark.sql import SparkSession
-
+        SparkSession = require("pyspark.sql", extra="scale", what="engine: spark").SparkSession
         from sdckit._scale import local_spark
 
         spark = SparkSession.getActiveSession() or local_spark("sdckit-pipeline")

@@ -16,6 +16,7 @@ anonymity notes §5, ``docs/theory/anonymity.md``].
   protocol on loopback.
 """
 
+from sdckit.protocol import _check_extra  # noqa: F401 - first: names the extra in one line when missing
 from sdckit.protocol._client import Client
 from sdckit.protocol._crypto import (
     PrivateKey,

@@ -4,6 +4,7 @@ Start one with ``sdckit protocol serve shuffler|curator|analyst --config FILE`` 
 ``python -m sdckit.protocol.services ROLE --config FILE``). One module per role (:mod:`._shuffler`, :mod:`._curator`, :mod:`._analyst`) and :mod:`._common`.
 """
 
+from sdckit.protocol.services import _check_extra  # noqa: F401 - first: names the extra in one line when missing
 from sdckit.protocol.services._analyst import analyst_app
 from sdckit.protocol.services._config import ROLES, Role, ServiceConfig, load_config
 from sdckit.protocol.services._curator import curator_app

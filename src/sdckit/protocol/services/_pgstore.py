@@ -59,13 +59,10 @@ class PostgresShufflerStore(ShufflerStore):
     pool methods are inherited unchanged and run on the replica's SQLite file ``path``."""
 
     def __init__(self, path: str | Path, *, url: str, synchronous: str = "NORMAL", max_size: int = 8) -> None:
-        try:
-            import psycopg
-            from psycopg_pool import ConnectionPool
-        except ImportError:  # pragma: no cover - the protocol extra installs both
-            raise ConfigError(
-                "store: postgresql://... needs psycopg and psycopg-pool (pip install sdckit[protocol])"
-            ) from None
+        from sdckit._io._optional import require
+
+        psycopg = require("psycopg", extra="protocol", what="store: postgresql://...")
+        ConnectionPool = require("psycopg_pool", extra="protocol", what="store: postgresql://...").ConnectionPool
         super().__init__(path, synchronous=synchronous)
         self._errors = psycopg.errors
         try:  # one direct attempt first: its error names the cause (the pool only times out)
