@@ -6,20 +6,7 @@ refuses, writing no data file, when the release is over its budget. ``sdckit rep
 renders the same run without writing data. See ``examples/pipelines/`` and ``docs/pipeline.md``.
 """
 
-from sdckit.pipeline._config import (
-    ANONYMIZE_STEPS,
-    AnonymizeStep,
-    CorrelatedNoiseStep,
-    MicroaggregateStep,
-    NoiseStep,
-    PipelineConfig,
-    RankSwapStep,
-    ReadSection,
-    Step,
-    SuppressStep,
-    load_config,
-    parse_config,
-)
+from sdckit.pipeline._config import ANONYMIZE_STEPS, AnonymizeStep, PipelineConfig, ReadSection, load_config, parse_config
 from sdckit.pipeline._distributed import (
     DistributedResult,
     WrittenRelease,
@@ -27,33 +14,50 @@ from sdckit.pipeline._distributed import (
     run_distributed,
     write_distributed,
 )
-from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs
+from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs, write_outputs
+from sdckit.pipeline._resolve import guess_columns
+from sdckit.pipeline._result import PipelineResult
 from sdckit.pipeline._roles import Flag, Roles, guess_roles
-from sdckit.pipeline._run import (
-    PipelineResult,
+from sdckit.pipeline._run import run_pipeline
+from sdckit.pipeline._steps import (
+    STEPS,
+    CorrelatedNoiseStep,
+    LocalSuppressionStep,
+    MicroaggregateStep,
+    NoiseStep,
+    PramStep,
+    RankSwapStep,
+    RecodeStep,
+    Step,
+    StepContext,
     StepLog,
-    guess_columns,
+    SuppressStep,
+    TopCodeStep,
     merge_small_strata,
-    run_pipeline,
-    write_outputs,
 )
 
 __all__ = [
     "ANONYMIZE_STEPS",
+    "STEPS",
     "AnonymizeStep",
     "CorrelatedNoiseStep",
     "DistributedResult",
     "Flag",
+    "LocalSuppressionStep",
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
     "PipelineResult",
+    "PramStep",
     "RankSwapStep",
     "ReadSection",
+    "RecodeStep",
     "Roles",
     "Step",
+    "StepContext",
     "StepLog",
     "SuppressStep",
+    "TopCodeStep",
     "WrittenRelease",
     "check_pipeline_outputs",
     "guess_columns",
