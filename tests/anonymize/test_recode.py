@@ -180,7 +180,7 @@ def test_pipeline_recode_takes_closed_right(tmp_path: Path) -> None:
     cfg = parse_config({"input": str(csv), "quasi_identifiers": ["age", "sex"], "k": 2, "allow_over_budget": True,
                         "steps": [{"recode": {"rules": {"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, "closed": "right"}}],
                         "output": {"report": None}})
-    result = run_pipeline(cfg, report=False)
+    result = run_pipeline(cfg)
     expected = GlobalRecoder(rules={"age": {"breaks": [10, 15, 30, 45, 60, 95]}}, closed="right").fit_transform(
         _testdata().head(400))["age"].to_list()
     assert result.row_order is not None  # released in random order: released row i is input row row_order[i]

@@ -82,7 +82,9 @@ def test_a_publication_export_writes_no_seed_and_the_app_run_uses_the_session_se
 @pytest.mark.parametrize(
     ("kind", "text", "needle"),
     [
-        ("recode", "{rulez: 1}", None),  # found when the step runs (the estimator's keywords)
+        ("recode", "{rulez: 1}", "Did you mean 'rules'"),  # the estimator's keywords are the step's typed options
+        ("rank_swap", "{p: [", "not valid YAML"),  # every step has a template (issue 33: was a KeyError)
+        ("correlated_noise", "{law: gaussian}", "is not one of"),
         ("microaggregate", "{method: mdavv}", "mdavv"),
         ("microaggregate", "{k: 1}", ">= 2"),
         ("noise", "{epsilon: 1}", "max_leakage_nats"),

@@ -159,9 +159,9 @@ def test_interval_disclosure_is_the_same_from_csv_and_sav(tmp_path: Path) -> Non
     sav = make_sav(tmp_path / "s.sav", rows=600)
     csv = tmp_path / "s.csv"
     _testdata(600).to_csv(csv, index=False)
-    from_sav = run_pipeline(parse_config(_survey_pipeline(sav, tmp_path / "o.sav")), report=False)
+    from_sav = run_pipeline(parse_config(_survey_pipeline(sav, tmp_path / "o.sav")))
     from_csv = run_pipeline(
-        parse_config(_survey_pipeline(csv, tmp_path / "o.csv", categorical=KEYS)), report=False
+        parse_config(_survey_pipeline(csv, tmp_path / "o.csv", categorical=KEYS))
     )
     a, b = from_sav.release_measure, from_csv.release_measure
     assert a is not None
@@ -187,11 +187,11 @@ def test_no_microaggregation_advice_for_a_categorical_column(tmp_path: Path) -> 
     _testdata(300).to_csv(csv, index=False)
     over = {"input": str(csv), "quasi_identifiers": KEYS, "k": 5, "budget": 0.0, "allow_over_budget": True,
             "categorical": KEYS, "output": {"report": None}}
-    measure = run_pipeline(parse_config(over), report=False).release_measure
+    measure = run_pipeline(parse_config(over)).release_measure
     assert measure is not None
     assert measure.fixes
     assert not any("microaggregate" in fix for fix in measure.fixes), measure.fixes
-    plain = run_pipeline(parse_config({**over, "categorical": None}), report=False).release_measure
+    plain = run_pipeline(parse_config({**over, "categorical": None})).release_measure
     assert plain is not None
     assert any("microaggregate" in fix for fix in plain.fixes)  # without the role, advised
 
@@ -203,7 +203,7 @@ def test_a_categorical_column_is_never_microaggregated(tmp_path: Path) -> None:
     cfg = parse_config({**_survey_pipeline(sav, tmp_path / "o.sav"), "numeric": None,
                         "steps": [{"microaggregate": {"k": 3, "columns": ["income", "sex"]}}]})
     with pytest.raises(ConfigError, match="'sex' has value labels in the input file"):
-        run_pipeline(cfg, report=False)
+        run_pipeline(cfg)
 
 
 @pytest.mark.parametrize("ending", [".sav", ".dta"])
@@ -242,7 +242,7 @@ def test_a_declared_missing_code_is_never_averaged(tmp_path: Path) -> None:
     pyreadstat.write_sav(frame, str(tmp_path / "s.sav"), missing_ranges={"savings": [-9.0]})
     cfg = parse_config(_survey_pipeline(tmp_path / "s.sav", tmp_path / "o.sav"))
     with pytest.raises(ConfigError, match=r"'savings' holds the declared missing code -9 in 2 row\(s\)"):
-        run_pipeline(cfg, report=False)
+        run_pipeline(cfg)
 
 
 def test_every_command_takes_labels(tmp_path: Path) -> None:

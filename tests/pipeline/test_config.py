@@ -135,14 +135,15 @@ def test_roles_and_anonymize_steps() -> None:
             "identifiers": ["id"],
             "keep": ["note"],
             "allow_over_budget": True,
-            "steps": [{"recode": {"columns": {"age": [0, 30, 60, 120]}}}, {"local_suppression": {}}],
+            "steps": [{"recode": {"rules": {"age": {"breaks": [0, 30, 60, 120]}}}}, {"local_suppression": {}}],
         }
     )
     assert cfg.quasi_identifiers == ("age", "sex")
     assert (cfg.weight, cfg.identifiers, cfg.keep) == (("w",), ("id",), ("note",))
     assert cfg.allow_over_budget
     assert [s.kind for s in cfg.steps] == ["recode", "local_suppression"]
-    assert cfg.steps[0].params == {"columns": {"age": [0, 30, 60, 120]}}  # type: ignore[union-attr]
+    assert cfg.steps[0].params == {"rules": {"age": {"breaks": [0, 30, 60, 120]}}}  # type: ignore[union-attr]
+    assert cfg.to_dict()["steps"][0] == {"recode": {"rules": {"age": {"breaks": [0, 30, 60, 120]}}}}
     assert cfg.to_dict()["steps"][1] == {"local_suppression": {}}
     # the config is frozen
     with pytest.raises(ValidationError):

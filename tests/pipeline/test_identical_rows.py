@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sdckit.pipeline import parse_config, run_pipeline, write_outputs
+from sdckit.report._main import build_report
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
@@ -84,7 +85,7 @@ def test_sdcmicro_data_pipelines_release_identical_rows(
     }
     result = run_pipeline(parse_config(raw))
     assert not result.refused
-    written = write_outputs(result)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     check_written(written, pl.read_csv(path).select(keys), keys, 3, 0.05)
     assert result.release_measure is not None
     assert result.release_measure.exposure_at_k == 0.0
@@ -97,7 +98,7 @@ def test_adult_pipeline_releases_identical_rows(tmp_path: Path) -> None:
     raw = yaml.safe_load((ROOT / "examples" / "pipelines" / "adult.yaml").read_text(encoding="utf-8"))
     raw["output"] = {"data": str(tmp_path / "adult.parquet"), "report": str(tmp_path / "adult.html")}
     result = run_pipeline(parse_config(raw))
-    written = write_outputs(result)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     keys = list(raw["quasi_identifiers"])
     rules = raw["steps"][0]["recode"]["rules"]
     known = GlobalRecoder(rules=rules).fit_transform(load_adult()).select(keys)  # the public recoding
@@ -120,7 +121,7 @@ def test_the_seed_recovery_attack_fails_with_the_defaults(tmp_path: Path) -> Non
             "budget": 0.05, "steps": [{"local_suppression": {}}, {"pram": {"columns": ["hhcivil"], "pd": 0.8}}]}
 
     def run(extra: dict[str, Any]) -> pl.DataFrame:
-        return run_pipeline(parse_config({**base, **extra}), report=False).protected
+        return run_pipeline(parse_config({**base, **extra})).protected
 
     def attack(actual: pl.DataFrame, guess_seed: int) -> tuple[float, float, float]:
         """(share of rows whose input row the replay names right, precision of the PRAM guess, PRAM base rate)."""

@@ -59,7 +59,7 @@ def test_steps_parse_and_refuse_two_windows(csv: Path) -> None:
     ],
 )
 def test_restore_moments_on_every_numeric_step(csv: Path, step: dict[str, object]) -> None:
-    result = run_pipeline(parse_config(_config(csv, step)), report=False)
+    result = run_pipeline(parse_config(_config(csv, step)))
     cols = ["income", "hours", "spend"]
     x = pl.read_csv(csv).select(cols).to_numpy()
     out = result.protected.select(cols).to_numpy()
@@ -71,13 +71,13 @@ def test_restore_moments_on_every_numeric_step(csv: Path, step: dict[str, object
 
 
 def test_positivity_on_a_noise_step_keeps_signs(csv: Path) -> None:
-    result = run_pipeline(parse_config(_config(csv, {"correlated_noise": {"noise": 1.0, "positivity": "same"}})), report=False)
+    result = run_pipeline(parse_config(_config(csv, {"correlated_noise": {"noise": 1.0, "positivity": "same"}})))
     assert result.protected.select("income", "hours", "spend").to_numpy().min() >= 0
     assert "positivity" in result.steps[0].details
 
 
 def test_release_measure_and_report_state_numeric_risk(csv: Path) -> None:
-    result = run_pipeline(parse_config(_config(csv, {"rank_swap": {"p": 5}})), report=False)
+    result = run_pipeline(parse_config(_config(csv, {"rank_swap": {"p": 5}})))
     risk = result.release_measure.numeric_risk
     assert risk is not None
     assert risk["columns"] == ["income", "hours", "spend"]
@@ -102,12 +102,12 @@ def test_release_measure_and_report_state_numeric_risk(csv: Path) -> None:
 def test_masking_is_seeded_like_the_noise_step(csv: Path) -> None:
     """Secret by default (OS entropy: two runs differ); the same only in a reproducible run with a seed."""
     raw = _config(csv, {"rank_swap": {}})
-    a = run_pipeline(parse_config(raw), report=False).protected
-    b = run_pipeline(parse_config(raw), report=False).protected
+    a = run_pipeline(parse_config(raw)).protected
+    b = run_pipeline(parse_config(raw)).protected
     assert not a.equals(b)
     seeded = {**raw, "reproducible": True, "seed": 1}
-    c = run_pipeline(parse_config(seeded), report=False).protected
-    d = run_pipeline(parse_config(seeded), report=False).protected
-    e = run_pipeline(parse_config({**seeded, "seed": 2}), report=False).protected
+    c = run_pipeline(parse_config(seeded)).protected
+    d = run_pipeline(parse_config(seeded)).protected
+    e = run_pipeline(parse_config({**seeded, "seed": 2})).protected
     assert c.equals(d)
     assert not c.equals(e)

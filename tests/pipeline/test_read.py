@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from sdckit.cli import app
 from sdckit.errors import ConfigError, MissingValuesError, NonNumericColumnError, UnreadableInputError
 from sdckit.pipeline import load_config, parse_config, run_pipeline, write_outputs
+from sdckit.report._main import build_report
 from sdckit.risk import measure_release
 
 runner = CliRunner()
@@ -83,7 +84,7 @@ def _stated(measure: Any) -> dict[str, Any]:
 def test_the_read_section_reads_the_file_as_declared(
     survey_csv: Path, tmp_path: Path, values: dict[str, list[Any]]
 ) -> None:
-    result = run_pipeline(parse_config(_raw(survey_csv, tmp_path)), report=False)
+    result = run_pipeline(parse_config(_raw(survey_csv, tmp_path)))
     frame = result.input_frame
     assert frame is not None
     expected = pl.DataFrame(values, schema={"region": pl.String, "sex": pl.String, "age_group": pl.String,
@@ -98,7 +99,7 @@ def test_the_written_file_measures_as_the_release_in_memory(
     survey_csv: Path, tmp_path: Path, values: dict[str, list[Any]]
 ) -> None:
     result = run_pipeline(parse_config(_raw(survey_csv, tmp_path)))
-    written = write_outputs(result)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     text = written["data"].read_text(encoding="utf-8")
     assert "-9" not in text  # a declared-missing -9 goes out as missing, never as the value -9
     released = pl.read_csv(written["data"])  # plain polars: an empty field is null, "NA" a string
@@ -128,8 +129,8 @@ def test_a_written_na_text_or_minus_nine_is_read_back_as_a_value(tmp_path: Path)
     path.write_text("\n".join(rows) + "\n", encoding="latin-1")
     raw = _raw(path, tmp_path, quasi_identifiers=["region"], numeric=None, keep=["code", "x", "y"], steps=[],
                read={**READ, "na_values": ["-9"]}, shuffle_rows=False)  # rows read back by position
-    result = run_pipeline(parse_config(raw), report=False)
-    written = write_outputs(result)
+    result = run_pipeline(parse_config(raw))
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     released = pl.read_csv(written["data"])
     assert released["region"].to_list()[:2] == ["NA", "NA"]
     assert released["region"].to_list()[-1] is None
@@ -139,14 +140,16 @@ def test_a_written_na_text_or_minus_nine_is_read_back_as_a_value(tmp_path: Path)
 
 def test_sidecar_records_the_read_options(survey_csv: Path, tmp_path: Path) -> None:
     result = run_pipeline(parse_config(_raw(survey_csv, tmp_path)))
-    assert result.report.to_dict()["parameters"]["read"] == READ
-    assert result.report.inputs["read with"] == "separator ';', encoding latin-1, decimal ',', missing: '-9', ''"
+    result_report = build_report(result)
+    assert result_report.to_dict()["parameters"]["read"] == READ
+    assert result_report.inputs["read with"] == "separator ';', encoding latin-1, decimal ',', missing: '-9', ''"
     (tmp_path / "p.csv").write_text("a,b\n" + "".join(f"{i % 2},{i}\n" for i in range(8)))
     plain = run_pipeline(parse_config({"input": str(tmp_path / "p.csv"), "quasi_identifiers": ["a"], "k": 2}))
-    assert plain.report.to_dict()["parameters"]["read"] == {
+    plain_report = build_report(plain)
+    assert plain_report.to_dict()["parameters"]["read"] == {
         "separator": None, "encoding": "utf-8", "decimal": ".", "na_values": ["", "NA", "NaN"]
     }
-    assert "read with" not in plain.report.inputs
+    assert "read with" not in plain_report.inputs
 
 
 def test_cli_run_with_a_read_section(survey_csv: Path, tmp_path: Path) -> None:
@@ -211,12 +214,12 @@ def test_a_wrong_separator_names_the_one_to_give(tmp_path: Path) -> None:
 def test_reading_errors_are_in_the_words_of_the_pipeline(survey_csv: Path, tmp_path: Path) -> None:
     # the Latin-1 file read as UTF-8 (no read section): the fix names read.encoding
     with pytest.raises(UnreadableInputError, match=r"<dict>: input: .*not UTF-8.*read: \{encoding: latin-1\}"):
-        run_pipeline(parse_config(_raw(survey_csv, tmp_path, read=None)), report=False)
+        run_pipeline(parse_config(_raw(survey_csv, tmp_path, read=None)))
     # decimal commas not declared: the numeric column is text, and the fix names read.decimal
     undeclared = {**READ}
     del undeclared["decimal"]
     with pytest.raises(NonNumericColumnError, match=r"column 'income' must be numeric.*read: \{decimal: ','\}"):
-        run_pipeline(parse_config(_raw(survey_csv, tmp_path, read=undeclared)), report=False)
+        run_pipeline(parse_config(_raw(survey_csv, tmp_path, read=undeclared)))
 
 
 def test_a_missing_marker_not_declared_is_named(tmp_path: Path) -> None:
@@ -225,10 +228,10 @@ def test_a_missing_marker_not_declared_is_named(tmp_path: Path) -> None:
     raw = {"input": str(path), "quasi_identifiers": ["region"], "numeric": ["x", "y"],
            "steps": [{"microaggregate": {"k": 3}}]}
     with pytest.raises(NonNumericColumnError, match=r"holds '\.'.*If '\.' means missing, .*read: \{na_values: \['\.', NA, ''\]\}"):
-        run_pipeline(parse_config(raw), report=False)
+        run_pipeline(parse_config(raw))
     raw["read"] = {"na_values": [".", ""]}
     with pytest.raises(MissingValuesError, match="column 'y' has 1 missing value"):  # masking refuses it by name
-        run_pipeline(parse_config(raw), report=False)
+        run_pipeline(parse_config(raw))
 
 
 def test_options_a_format_does_not_use_are_refused(tmp_path: Path) -> None:
@@ -237,7 +240,7 @@ def test_options_a_format_does_not_use_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"read\.na_values: 'd\.parquet' is not a text file \(no reading option"):
         run_pipeline(parse_config({"input": str(path), "read": {"na_values": ["-9"]}, "quasi_identifiers": ["b"]}))
     # the defaults, and a plain read of the same file, are fine
-    result = run_pipeline(parse_config({"input": str(path), "quasi_identifiers": ["b"], "k": 2}), report=False)
+    result = run_pipeline(parse_config({"input": str(path), "quasi_identifiers": ["b"], "k": 2}))
     assert result.protected.height == 4
 
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,9 @@ from typer.testing import CliRunner
 from sdckit.cli import app
 from sdckit.errors import ConfigError
 from sdckit.pipeline import load_config, parse_config, run_pipeline, write_outputs
-from sdckit.pipeline._config import ANONYMIZE_STEPS
 from sdckit.pipeline._run import SUPPRESSED, merge_small_strata
+from sdckit.pipeline._steps import RecodeStep
+from sdckit.report._main import build_report
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "pipelines").glob("*.yaml"))
 CENSUS = str(Path(__file__).resolve().parents[1] / "data" / "casc_census.csv.gz")
@@ -109,7 +108,7 @@ def test_every_example_pipeline_is_within_budget_on_the_written_file(example: Pa
     cfg = load_config(example)
     cfg = cfg.replace(output_data=str(tmp_path / "release.parquet"), output_report=str(tmp_path / "report.html"))
     result = run_pipeline(cfg)
-    written = write_outputs(result)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     release = pl.read_parquet(written["data"])
     sidecar = json.loads(written["sidecar"].read_text())
     qis = [c for c in cfg.quasi_identifiers or () if c in release.columns]
@@ -155,7 +154,7 @@ def test_pattern_wildcard_count_matches_the_cross_join(survey: Path) -> None:
 
 def test_release_is_measured_with_released_values_and_roles(survey: Path, tmp_path: Path) -> None:
     # the input's order kept (shuffle_rows: false) to compare each released value with its original
-    result = run_pipeline(parse_config({**_roles(survey), "shuffle_rows": False}), report=False)
+    result = run_pipeline(parse_config({**_roles(survey), "shuffle_rows": False}))
     out = result.protected
     assert "person_id" not in out.columns  # identifier: never released
     assert "notes" not in out.columns  # no role: not released, and listed
@@ -238,16 +237,16 @@ def test_linear_relation_in_the_pipeline(tmp_path: Path) -> None:
         "steps": [{"microaggregate": {"k": 5}}],
     }
     with pytest.raises(ConfigError, match=r"PTOTVAL = PEARNVAL \+ POTHVAL: masking PTOTVAL alone is undone"):
-        run_pipeline(parse_config(raw), report=False)
+        run_pipeline(parse_config(raw))
     # withheld (no role) is fine, masked together is fine, and the override releases
-    run_pipeline(parse_config({**raw, "keep": ["PEARNVAL"]}), report=False)
+    run_pipeline(parse_config({**raw, "keep": ["PEARNVAL"]}))
     together = run_pipeline(
-        parse_config({**raw, "keep": None, "numeric": ["AGI", "FEDTAX", "PTOTVAL", "PEARNVAL", "POTHVAL"]}), report=False
+        parse_config({**raw, "keep": None, "numeric": ["AGI", "FEDTAX", "PTOTVAL", "PEARNVAL", "POTHVAL"]})
     )
     original = pl.read_csv(CENSUS)
     recovered = together.protected["PEARNVAL"] + together.protected["POTHVAL"]
     assert np.mean(np.isclose(recovered.to_numpy(), original["PTOTVAL"].to_numpy(), atol=0.5)) < 0.05
-    assert run_pipeline(parse_config({**raw, "allow_linear_relations": True}), report=False).relations
+    assert run_pipeline(parse_config({**raw, "allow_linear_relations": True})).relations
 
 
 def test_report_and_plan_on_data_without_roles_never_use_target_weight_or_ids(tmp_path: Path) -> None:
@@ -295,20 +294,21 @@ def test_merge_small_strata_reaches_k_on_every_combination(rows: list[tuple[int,
     assert out.height == frame.height
 
 
-# --- the anonymize steps: dispatched by name to "module:Class", imported lazily -------------------
+# --- the anonymize steps: typed options, the run fills k, columns and random_state -----------------
 
 
 class _FakeRecoder:
-    """Stands in for sdckit.anonymize.GlobalRecoder: plain kwargs, fit_transform, changes_."""
+    """Stands in for sdckit.anonymize.GlobalRecoder: the same keywords, fit_transform, a bare-count ``changes_``."""
 
-    def __init__(self, *, columns: dict[str, list[int]], k: int = 1) -> None:
-        self.columns = columns
-        self.k = k
+    def __init__(self, *, rules: dict[str, dict[str, list[int]]] | None = None, closed: str = "left") -> None:
+        self.rules = rules or {}
+        self.closed = closed
 
     def fit_transform(self, frame: pl.DataFrame) -> pl.DataFrame:
         out = frame
         self.changes_: dict[str, int] = {}
-        for c, breaks in self.columns.items():
+        for c, rule in self.rules.items():
+            breaks = rule["breaks"]
             labels = np.array([f"[{lo}, {hi})" for lo, hi in itertools.pairwise(breaks)])
             binned = pl.Series(c, labels[np.digitize(out[c].to_numpy(), breaks[1:-1])])
             self.changes_[c] = int((binned != out[c].cast(pl.String)).sum())
@@ -317,29 +317,24 @@ class _FakeRecoder:
 
 
 @pytest.mark.filterwarnings("ignore::sdckit.errors.SdcWarning")
-def test_anonymize_steps_pass_their_params_to_the_constructor(
+def test_anonymize_steps_pass_their_options_to_the_constructor(
     survey: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = types.ModuleType("sdckit_fake_anonymize")
-    fake.GlobalRecoder = _FakeRecoder  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sdckit_fake_anonymize", fake)
-    monkeypatch.setitem(ANONYMIZE_STEPS, "recode", "sdckit_fake_anonymize:GlobalRecoder")
-    raw = _roles(survey, steps=[{"recode": {"columns": {"age": [0, 30, 45, 65, 120]}}}], budget=1.0)
-    result = run_pipeline(parse_config(raw), report=False)
+    monkeypatch.setattr(RecodeStep, "estimator", _FakeRecoder)
+    raw = _roles(survey, steps=[{"recode": {"rules": {"age": {"breaks": [0, 30, 45, 65, 120]}}}}], budget=1.0)
+    result = run_pipeline(parse_config(raw))
     assert set(result.protected["age"].unique()) <= {"[0, 30)", "[30, 45)", "[45, 65)", "[65, 120)"}
     log = result.steps[0]
     assert log.kind == "recode"
-    assert log.details["params"]["k"] == 5  # filled from the pipeline because the constructor takes it
+    assert log.details["params"] == {"rules": {"age": {"breaks": [0, 30, 45, 65, 120]}}}  # only what was given
     assert log.details["changes"]["age"] == {"cells_changed": 600}  # a bare count is read as cells changed
     assert log.details["cells_changed"] == 600
-    with pytest.raises(ConfigError, match=r"steps\[0\]\.recode: unknown option 'colums'\. Did you mean 'columns'"):
-        run_pipeline(parse_config(_roles(survey, steps=[{"recode": {"colums": {}}}])), report=False)
-
-
-def test_an_unavailable_anonymize_step_is_a_clear_error(survey: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(ANONYMIZE_STEPS, "pram", "sdckit_no_such_module:PRAM")
-    with pytest.raises(ConfigError, match=r"steps\[0\]\.pram: this step needs sdckit_no_such_module\.PRAM, which is not available"):
-        run_pipeline(parse_config(_roles(survey, steps=[{"pram": {"columns": ["health"]}}])), report=False)
+    # the run fills the keywords the step leaves out: the pipeline's k, the keys, the seed
+    suppress = run_pipeline(parse_config(_roles(survey, steps=[{"local_suppression": {}}], budget=1.0))).steps[0]
+    assert suppress.details["params"]["k"] == 5
+    assert suppress.details["params"]["random_state"] is None  # OS entropy
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.recode: unknown key 'rulse'\. Did you mean 'rules'"):
+        parse_config(_roles(survey, steps=[{"recode": {"rulse": {}}}]))
 
 
 def wildcard_exposure(frame: pl.DataFrame, columns: list[str], k: int) -> float:
@@ -360,7 +355,7 @@ def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> Non
         {"local_suppression": {"columns": ["region", "sex", "job", "age"], "importance": ["age", "sex", "region", "job"]}},
     ]
     raw = _roles(survey, steps=steps, numeric=["income"], shuffle_rows=False)  # cells compared by position
-    result = run_pipeline(parse_config(raw), report=False)
+    result = run_pipeline(parse_config(raw))
     recode, suppress = result.steps
     source = pl.read_csv(survey)
     out = result.protected
@@ -392,7 +387,7 @@ def test_real_anonymize_steps_log_their_changes_and_reach_k(survey: Path) -> Non
 
 
 def test_local_suppression_keys_default_to_the_quasi_identifiers(survey: Path) -> None:
-    result = run_pipeline(parse_config(_roles(survey, steps=[{"local_suppression": {}}], numeric=["income"])), report=False)
+    result = run_pipeline(parse_config(_roles(survey, steps=[{"local_suppression": {}}], numeric=["income"])))
     log = result.steps[0]
     assert log.details["params"]["columns"] == ["region", "sex", "job", "age"]
     assert log.details["params"]["k"] == 5
@@ -414,13 +409,13 @@ def test_top_code_defaults_to_the_numeric_columns_and_counts_as_masking(tmp_path
         "input": str(path), "quasi_identifiers": ["g"], "numeric": ["a"], "keep": ["w"], "k": 2, "budget": 1.0,
         "steps": [{"top_code": {"top_quantile": 0.9}}],
     }
-    result = run_pipeline(parse_config(raw), report=False)
+    result = run_pipeline(parse_config(raw))
     assert result.steps[0].details["params"]["columns"] == ["a"]
     assert result.protected["w"].sort().equals(frame["w"].sort())  # a kept column is not top-coded (rows shuffled)
     assert result.protected["a"].max() < frame["a"].max()
     # top-coding one side of total = a + b, with b and total released as they are, is refused
     with pytest.raises(ConfigError, match="total"):
-        run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}), report=False)
+        run_pipeline(parse_config({**raw, "keep": ["w", "b", "total"]}))
 
 
 def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path) -> None:
@@ -439,7 +434,7 @@ def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path
         {"local_suppression": {**s["local_suppression"], "method": "sdcmicro"}} if "local_suppression" in s else s
         for s in raw["steps"]
     ]
-    strict = run_pipeline(parse_config({**raw, "steps": steps}), report=False)
+    strict = run_pipeline(parse_config({**raw, "steps": steps}))
     measure = strict.release_measure
     assert measure is not None
     assert measure.missing_semantics == "value"
@@ -451,7 +446,7 @@ def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path
     assert measure.exposure_wildcard == 0.0  # sdcMicro's own reading, stated beside it
     assert strict.refused
     assert any("recode" in fix for fix in measure.fixes)
-    wildcard = run_pipeline(parse_config({**raw, "steps": steps, "missing_semantics": "wildcard"}), report=False)
+    wildcard = run_pipeline(parse_config({**raw, "steps": steps, "missing_semantics": "wildcard"}))
     assert wildcard.within_budget
     assert wildcard.release_measure is not None
     assert wildcard.release_measure.exposure_missing_as_value == pytest.approx(0.1922, abs=5e-4)

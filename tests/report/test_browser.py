@@ -38,7 +38,7 @@ def report_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # the Adult example pipeline (its masking steps run in memory), rendered: input and release side by
     # side, with the experiments on the input turned on (they are off by default) to check them too
     config = load_config(ADULT_PIPELINE).replace(experiments=EXPERIMENTS)
-    build_report(run_pipeline(config, report=False)).write(out)
+    build_report(run_pipeline(config)).write(out)
     return out
 
 

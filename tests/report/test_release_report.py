@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from sdckit.cli import app
 from sdckit.errors import ConfigError
 from sdckit.pipeline import parse_config, run_pipeline, write_outputs
-from sdckit.report._main import EXPERIMENT, EXPERIMENT_SECTIONS
+from sdckit.report._main import EXPERIMENT, EXPERIMENT_SECTIONS, build_report
 from sdckit.risk import measure_release
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -86,7 +86,7 @@ def test_release_risk_equals_sdcmicro_measure_risk_on_the_written_file(tmp_path:
         "output": {"data": str(tmp_path / "release.csv"), "report": str(tmp_path / "r.html")},
     }
     result = run_pipeline(parse_config(raw))
-    written = write_outputs(result)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     measure = result.release_measure
     assert measure is not None
     assert measure.individual_risk is not None
@@ -112,26 +112,28 @@ def test_release_risk_equals_sdcmicro_measure_risk_on_the_written_file(tmp_path:
 
 def test_every_heading_says_input_or_release_and_experiments_are_off(csv: Path) -> None:
     result = run_pipeline(parse_config(_config(csv)))
-    titles = {s.id: s.title for s in result.report.sections}
+    result_report = build_report(result)
+    titles = {s.id: s.title for s in result_report.sections}
     for sid, title in titles.items():
         assert "input" in title.lower() or "release" in title.lower(), (sid, title)
     assert not set(EXPERIMENT_SECTIONS.values()) & set(titles)  # off by default in `sdckit run`
-    summary = next(s for s in result.report.sections if s.id == "summary")
+    summary = next(s for s in result_report.sections if s.id == "summary")
     assert summary.data["experiments"] == []
-    assert "experiment" not in result.report.render().split('id="data"')[0].lower()
+    assert "experiment" not in result_report.render().split('id="data"')[0].lower()
     assert titles["risk"] == "Re-identification risk of the input, as is"
 
 
 def test_experiments_turned_on_are_marked_and_pointed_to(csv: Path) -> None:
     raw = _config(csv, experiments=["curator_plan", "microaggregation"])
     result = run_pipeline(parse_config(raw))
-    titles = {s.id: s.title for s in result.report.sections}
+    result_report = build_report(result)
+    titles = {s.id: s.title for s in result_report.sections}
     assert titles["plan"].startswith(EXPERIMENT)
     assert titles["microaggregation"].startswith(EXPERIMENT)
     assert "spectral" not in titles
-    ids = [s.id for s in result.report.sections]
+    ids = [s.id for s in result_report.sections]
     assert ids.index("plan") > ids.index("release_risk")  # after the release's sections
-    summary = next(s for s in result.report.sections if s.id == "summary")
+    summary = next(s for s in result_report.sections if s.id == "summary")
     assert summary.data["experiments"] == ["plan", "microaggregation"]
     pointers = [b.html for b in summary.blocks if "experiment(s) on the input" in b.html]
     assert len(pointers) == 1
@@ -144,6 +146,7 @@ def test_unknown_experiment_is_refused_precisely(csv: Path) -> None:
 
 def test_summary_lists_every_warning(csv: Path, survey: pl.DataFrame) -> None:
     result = run_pipeline(parse_config(_config(csv)))
+    result_report = build_report(result)
     measure = result.release_measure
     assert measure is not None
     warnings = list(measure.warnings)
@@ -158,9 +161,9 @@ def test_summary_lists_every_warning(csv: Path, survey: pl.DataFrame) -> None:
     assert ldiv
     assert f"{100 * share:.3g} % of users" in ldiv[0]
     assert any("no figure of this report measures note" in w for w in warnings)
-    summary = next(s for s in result.report.sections if s.id == "summary")
+    summary = next(s for s in result_report.sections if s.id == "summary")
     assert summary.data["warnings"] == warnings
-    page = result.report.render()
+    page = result_report.render()
     head = page.split('id="data"')[0]
     for w in warnings:
         assert f"Warning: {w}." in head.replace("&#39;", "'")
@@ -184,7 +187,8 @@ def test_information_loss_by_hand(tmp_path: Path) -> None:
 def test_pram_matrices_in_the_report_and_the_sidecar(tmp_path: Path, csv: Path, survey: pl.DataFrame) -> None:
     raw = _config(csv, steps=[{"pram": {"columns": ["region"], "pd": 0.7}}],
                   output={"report": str(tmp_path / "r.html")})
-    written = write_outputs(run_pipeline(parse_config(raw)))
+    result = run_pipeline(parse_config(raw))
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
     sidecar = json.loads(written["sidecar"].read_text())
     got = sidecar["sections"]["release_risk"]["data"]["pram_matrices"]["region"]
     assert got["values"] == ["east", "north", "south", "west"]
@@ -207,8 +211,9 @@ def test_guessed_numeric_columns_cap_the_experiments(tmp_path: Path) -> None:
     path = tmp_path / "wide.csv"
     pl.DataFrame(cols).write_csv(path)
     result = run_pipeline(parse_config({"input": str(path), "k": 2, "experiments": ["microaggregation"]}))
+    result_report = build_report(result)
     assert result.numeric_guessed
-    micro = next(s for s in result.report.sections if s.id == "microaggregation")
+    micro = next(s for s in result_report.sections if s.id == "microaggregation")
     assert f"uses the first {EXPERIMENT_MAX_COLUMNS} in file order" in " ".join(b.html for b in micro.blocks)
 
 

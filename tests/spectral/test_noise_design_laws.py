@@ -124,7 +124,7 @@ def _run(csv: Path, noise: dict[str, object], numeric: list[str]) -> tuple[dict[
     # a reproducible run, so the law checks below are deterministic (the default draws from OS entropy)
     raw = {"input": str(csv), "quasi_identifiers": ["region"], "numeric": numeric, "steps": [{"noise": noise}],
            "reproducible": True, "seed": 20261201}
-    result = run_pipeline(parse_config(raw), report=False)
+    result = run_pipeline(parse_config(raw))
     protected = result.protected  # released in random order: put each row back beside its own input row
     return result.steps[0].details, protected if result.row_order is None else protected[np.argsort(result.row_order)]
 

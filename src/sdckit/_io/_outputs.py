@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sdckit.errors import OutputError
 
-__all__ = ["Staging", "atomic_output", "check_outputs", "set_aside", "staged_outputs"]
+__all__ = ["Staging", "atomic_output", "check_outputs", "report_files", "set_aside", "staged_outputs"]
 
 PathLike = str | os.PathLike[str]
 
@@ -224,6 +224,16 @@ def staged_outputs() -> Iterator[Staging]:
         stage.discard()
         raise
     stage.commit()
+
+
+def report_files(path: PathLike) -> tuple[Path, Path]:
+    """The two files a report at ``path`` is written as: the page and its JSON sidecar beside it.
+
+    >>> report_files("out/report.html")
+    (PosixPath('out/report.html'), PosixPath('out/report.json'))
+    """
+    out = Path(path)
+    return out, out.with_suffix(".json")
 
 
 @contextmanager

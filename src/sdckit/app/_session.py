@@ -19,6 +19,7 @@ import yaml
 
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import DEFAULT_NAME, DEFAULT_SEED, STEP_KINDS, PipelineConfig, parse_config
+from sdckit.pipeline._steps import STEPS
 
 __all__ = ["ROLES", "ROLE_LABELS", "STEP_TEMPLATES", "History", "Workbench", "roles_of", "step_text"]
 
@@ -50,16 +51,8 @@ _ROLE_KEYS = {
     "keep": ("keep",),
 }
 
-STEP_TEMPLATES: dict[str, str] = {
-    "recode": '{rules: {age: {hierarchy: "adult:age", level: 2}}}',
-    "top_code": "{columns: [capital-gain], top_quantile: 0.99}",
-    "local_suppression": "{k: 5}",
-    "pram": "{columns: [race], pd: 0.8}",
-    "microaggregate": "{columns: [capital-gain, capital-loss, hours-per-week], method: mdav, k: 3, restore_moments: true}",
-    "noise": "{columns: [hours-per-week], t: recommended, max_leakage_nats: 1.0}",
-    "suppress": "{columns: [native-country]}",
-}
-"""An example of each step's options, in the pipeline file's words (YAML flow style)."""
+STEP_TEMPLATES: dict[str, str] = {kind: cls.example for kind, cls in STEPS.items()}
+"""An example of each step's options, in the pipeline file's words (YAML flow style): each step class's ``example``."""
 
 
 def step_text(options: Any) -> str:

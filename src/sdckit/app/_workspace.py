@@ -2,7 +2,7 @@
 cached measured run of each state, and the job (re-measure, plan, report) running for it.
 
 Every figure comes from :func:`sdckit.pipeline.run_pipeline` on the state's
-:class:`~sdckit.pipeline.PipelineConfig` (``report=False``), run in a worker thread; the export
+:class:`~sdckit.pipeline.PipelineConfig` (no report: :meth:`start_report` builds it), run in a worker thread; the export
 writes the released file with :func:`sdckit.pipeline.write_outputs` (so the pipeline's refusal
 rule and its check of the written file apply) and the report with the report builder.
 """
@@ -27,7 +27,7 @@ from sdckit.app._jobs import Job
 from sdckit.app._session import SOURCE, History, Workbench, new_secret_seed, roles_of
 from sdckit.errors import ConfigError, SdcError
 from sdckit.pipeline._config import PipelineConfig, ReadSection
-from sdckit.pipeline._run import PipelineResult
+from sdckit.pipeline._result import PipelineResult
 
 __all__ = ["Run", "Workspace"]
 
@@ -112,7 +112,8 @@ class Workspace:
     def load(self, source: str, read: dict[str, Any], *, name: str | None = None) -> None:
         """Read ``source`` (``adult`` or a path) with ``read_data`` and the pipeline's reading options,
         guess its roles as the pipeline does, and make it the state (steps cleared)."""
-        from sdckit.pipeline._run import _load, _resolve_roles
+        from sdckit.pipeline._read import load_input as _load
+        from sdckit.pipeline._resolve import resolve_roles as _resolve_roles
 
         source = source.strip() or "adult"
         read_items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in read.items()))
@@ -163,11 +164,11 @@ class Workspace:
         return self.runs.get(state or self.state)
 
     def measure(self, state: Workbench, advance: Any) -> Run:
-        """Run the pipeline for ``state`` (``report=False``) and collect the figures."""
+        """Run the pipeline for ``state`` (the report is built only on request) and collect the figures."""
         from sdckit.pipeline import run_pipeline
 
         t0 = time.perf_counter()
-        result = run_pipeline(self.config(state), advance=advance, report=False)
+        result = run_pipeline(self.config(state), advance=advance)
         assert result.input_measure is not None
         assert result.release_measure is not None
         assert result.input_frame is not None
@@ -225,7 +226,8 @@ class Workspace:
         share = _share(suppression)
 
         def work(advance: Any) -> Any:
-            from sdckit.pipeline._run import _load, _resolve_roles
+            from sdckit.pipeline._read import load_input as _load
+            from sdckit.pipeline._resolve import resolve_roles as _resolve_roles
             from sdckit.plan import plan_release
             from sdckit.risk import Marginals
 

@@ -98,7 +98,7 @@ def report(
     check_command_outputs(reports=[output], inputs=[data, config, cfg.input if not cfg.uses_adult else None])
     with progress("Building the report", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:
-        result = run_pipeline(cfg, advance=advance, report=False)
+        result = run_pipeline(cfg, advance=advance)
         html_path, json_path = build_report(result, advance=advance).write(output)
     measure = result.release_measure
     if as_json:
@@ -173,6 +173,7 @@ def run(
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
     from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
+    from sdckit.report._main import build_report
 
     cfg = load_config(pipeline)
     if seed is not None:
@@ -184,7 +185,9 @@ def run(
     with progress(f"Running {pipeline.name}", total=_STAGES + len(cfg.steps), quiet=as_json,
                   lines_when_piped=True) as advance:
         result = run_pipeline(cfg, advance=advance)
-        written = write_outputs(result, inputs=[pipeline])
+        # write_outputs measures the data file again before it writes this report (nothing when they differ)
+        report = build_report(result, advance=advance, verified_on=result.data_output) if cfg.output_report else None
+        written = write_outputs(result, report=report, inputs=[pipeline])
     measure = result.release_measure
     payload = {
         "within_budget": result.within_budget,

@@ -9,14 +9,8 @@ renders the same run without writing data. See ``examples/pipelines/`` and ``doc
 from sdckit.pipeline._config import (
     ANONYMIZE_STEPS,
     AnonymizeStep,
-    CorrelatedNoiseStep,
-    MicroaggregateStep,
-    NoiseStep,
     PipelineConfig,
-    RankSwapStep,
     ReadSection,
-    Step,
-    SuppressStep,
     load_config,
     parse_config,
 )
@@ -27,33 +21,50 @@ from sdckit.pipeline._distributed import (
     run_distributed,
     write_distributed,
 )
-from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs
+from sdckit.pipeline._outputs import check_pipeline_outputs, pipeline_inputs, pipeline_outputs, write_outputs
+from sdckit.pipeline._resolve import guess_columns
+from sdckit.pipeline._result import PipelineResult
 from sdckit.pipeline._roles import Flag, Roles, guess_roles
-from sdckit.pipeline._run import (
-    PipelineResult,
+from sdckit.pipeline._run import run_pipeline
+from sdckit.pipeline._steps import (
+    STEPS,
+    CorrelatedNoiseStep,
+    LocalSuppressionStep,
+    MicroaggregateStep,
+    NoiseStep,
+    PramStep,
+    RankSwapStep,
+    RecodeStep,
+    Step,
+    StepContext,
     StepLog,
-    guess_columns,
+    SuppressStep,
+    TopCodeStep,
     merge_small_strata,
-    run_pipeline,
-    write_outputs,
 )
 
 __all__ = [
     "ANONYMIZE_STEPS",
+    "STEPS",
     "AnonymizeStep",
     "CorrelatedNoiseStep",
     "DistributedResult",
     "Flag",
+    "LocalSuppressionStep",
     "MicroaggregateStep",
     "NoiseStep",
     "PipelineConfig",
     "PipelineResult",
+    "PramStep",
     "RankSwapStep",
     "ReadSection",
+    "RecodeStep",
     "Roles",
     "Step",
+    "StepContext",
     "StepLog",
     "SuppressStep",
+    "TopCodeStep",
     "WrittenRelease",
     "check_pipeline_outputs",
     "guess_columns",

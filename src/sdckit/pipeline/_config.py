@@ -21,16 +21,29 @@ A column with no role is not released, and the report lists it.
 from __future__ import annotations
 
 import codecs
-import difflib
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from sdckit._checks import k_message
 from sdckit.errors import ConfigError
+from sdckit.pipeline._fields import Columns, Flag, Strict, Text, near, split_columns
+from sdckit.pipeline._steps import (
+    STEPS,
+    AnonymizeOptions,
+    AnyStep,
+    CorrelatedNoiseStep,
+    MicroaggregateStep,
+    NoiseStep,
+    RankSwapStep,
+    Step,
+    SuppressStep,
+)
 
 __all__ = [
     "ANONYMIZE_STEPS",
@@ -56,199 +69,36 @@ NOISE_DISTRIBUTIONS = ("gaussian", "laplace", "uniform", "rademacher", "discrete
 BOUND_METHODS = ("best", "lower", "support", "theorem2", "theorem3")
 
 ANONYMIZE_STEPS: dict[str, str] = {
-    "recode": "sdckit.anonymize:GlobalRecoder",
-    "top_code": "sdckit.anonymize:TopBottomCoder",
-    "local_suppression": "sdckit.anonymize:LocalSuppressor",
-    "pram": "sdckit.anonymize:PRAM",
+    kind: f"sdckit.anonymize:{cls.estimator.__name__}"
+    for kind, cls in STEPS.items()
+    if issubclass(cls, AnonymizeOptions)
 }
-"""Pipeline steps whose options are the constructor keywords of an estimator ("module:Class", imported lazily)."""
+"""Pipeline steps whose options are the constructor keywords of an estimator ("module:Class"); kept for
+compatibility: each is now a step class of the registry with typed options."""
 
-STEP_KINDS = ("microaggregate", "noise", "rank_swap", "correlated_noise", "suppress", *ANONYMIZE_STEPS)
+STEP_KINDS: tuple[str, ...] = tuple(STEPS)
+"""Every step kind: the keys of the registry :data:`sdckit.pipeline._steps.STEPS`."""
 
-Whole = Annotated[int, Field(strict=True)]
-Number = Annotated[float, Field(strict=True)]
-Flag = Annotated[bool, Field(strict=True)]
-Text = Annotated[str, Field(strict=True)]
-Columns = Annotated[tuple[Text, ...], Field(min_length=1)]
-
-
-def _split(value: Any) -> Any:
-    """``"a, b"`` is the list ``[a, b]``; lists are kept (validated as names later)."""
-    if isinstance(value, str):
-        return [c.strip() for c in value.split(",") if c.strip()]
-    return value
+_Strict = Strict
+_near = near
+_split = split_columns
 
 
-def _near(key: str, allowed: Sequence[str]) -> str:
-    near = difflib.get_close_matches(key, list(allowed), n=2, cutoff=0.6)
-    return f" Did you mean {' or '.join(map(repr, near))}?" if near else f" Allowed: {', '.join(allowed)}."
+class AnonymizeStep:
+    """Deprecated: ``AnonymizeStep(kind=..., params={...})`` builds the typed step of that kind
+    (``RecodeStep``, ``TopCodeStep``, ``LocalSuppressionStep``, ``PramStep``); build those, or parse the
+    step with :func:`parse_config`, instead."""
 
-
-class _Strict(BaseModel):
-    """Frozen, no extra keys; an unknown key names its near matches."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-    internal: ClassVar[tuple[str, ...]] = ("kind", "source")
-
-    @classmethod
-    def allowed_keys(cls) -> tuple[str, ...]:
-        return tuple(k for k in cls.model_fields if k not in cls.internal)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_keys(cls, raw: Any) -> Any:
-        if isinstance(raw, Mapping):
-            renamed = getattr(cls, "renamed", {})
-            for key in raw:
-                if key in renamed:
-                    why = getattr(cls, "why_renamed", "")
-                    raise ValueError(f"{key!r} was renamed {renamed[key]!r} ({why}); write {renamed[key]}: {raw[key]!r}.")
-                if key not in cls.allowed_keys() and key not in cls.internal:
-                    raise ValueError(f"unknown key {str(key)!r}.{_near(str(key), cls.allowed_keys())}")
-        return raw
-
-
-class MicroaggregateStep(_Strict):
-    """Replace the numeric columns by group means (k-anonymity for continuous attributes)."""
-
-    method: Literal["mdav", "mdav_blocked", "vmdav", "rank", "pca", "single"] = "mdav"
-    """MDAV or one of its family (see ``sdckit.microagg``)."""
-    k: Annotated[int, Field(strict=True, ge=2)] = 3
-    """Smallest group size."""
-    columns: Columns | None = None
-    """Columns to microaggregate together (default: the pipeline's ``numeric`` columns)."""
-    restore_moments: Flag = True
-    """Apply the linear transformation that restores the original mean and covariance."""
-    positivity: Literal["none", "same", "subset", "global"] = "none"
-    """Positivity-preserving variant: ``none``, ``same``, ``subset`` or ``global``."""
-    strata: Columns | Literal["quasi_identifiers"] | None = None
-    """Microaggregate separately within each combination of these columns; ``quasi_identifiers``
-    means the categorical quasi-identifiers, so the combined quasi-identifier set reaches k."""
-    small_strata: Literal["merge", "error"] = "merge"
-    """Strata with fewer than k rows: ``merge`` suppresses their strata values (to ``*``, the
-    column with most distinct values first) until every stratum has k rows; ``error`` refuses."""
-
-    kind: Literal["microaggregate"] = "microaggregate"
-
-    @field_validator("columns", "strata", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return v if v == "quasi_identifiers" else _split(v)
-
-    @field_validator("positivity", mode="before")
-    @classmethod
-    def _yaml_no(cls, v: Any) -> Any:
-        return "none" if v is False else v  # YAML reads `positivity: no` as False
-
-
-class _NumericMasking(_Strict):
-    """What every numeric masking step but MDAV shares: the columns, then an optional restoration."""
-
-    columns: Columns | None = None
-    """Columns to mask (default: the pipeline's ``numeric`` columns)."""
-    restore_moments: Flag = False
-    """Then apply the linear transformation that restores the original mean and covariance."""
-    positivity: Literal["none", "same", "subset", "global"] = "none"
-    """Restore keeping non-negative columns non-negative: ``none``, ``same``, ``subset`` or ``global``."""
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return _split(v)
-
-    @field_validator("positivity", mode="before")
-    @classmethod
-    def _yaml_no(cls, v: Any) -> Any:
-        return "none" if v is False else v
-
-
-class NoiseStep(_NumericMasking):
-    """Add independent noise of variance ``t`` per entry (the local mechanism of private PCA)."""
-
-    renamed: ClassVar[dict[str, str]] = {"epsilon": "max_leakage_nats"}
-    why_renamed: ClassVar[str] = "it is information leakage in nats, not differential privacy's epsilon"
-
-    t: Annotated[float, Field(strict=True, ge=0.0, le=1e6)] | Literal["recommended"] = "recommended"
-    """Noise variance per entry (on standardised columns), or ``recommended`` from the design."""
-    distribution: Literal["gaussian", "laplace", "uniform", "rademacher", "discrete"] = "gaussian"
-    """Noise law: gaussian, laplace, uniform, rademacher, discrete."""
-    columns: Columns | None = None
-    """Columns to perturb (default: the pipeline's ``numeric`` columns)."""
-    max_leakage_nats: Annotated[float, Field(strict=True, gt=0.0, le=1e9)] = 1.0
-    """Largest information leakage per respondent, in nats, used when ``t`` is ``recommended``."""
-    kind: Literal["noise"] = "noise"
-
-
-Percent = Annotated[float, Field(strict=True, ge=0.0, le=100.0)]
-
-
-class RankSwapStep(_NumericMasking):
-    """Rank swapping (Moore; sdcMicro ``rankSwap``): each column's values swapped within a rank window."""
-
-    p: Percent | None = None
-    """Rank window in percent of the swapped records (two values swap only when their ranks differ by
-    less than p % of them); give at most one of p, r0, k0 (none: r0 = 0.95, sdcMicro's default)."""
-    r0: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] | None = None
-    """Multivariate preservation factor R0: the window is ``sqrt(2 V (1 - R0)) / D`` per column."""
-    k0: Annotated[float, Field(strict=True, ge=0.0)] | None = None
-    """Subset-mean preservation factor K0: the window is ``sqrt(8/3) K0 |mean| / D`` per column."""
-    top_percent: Annotated[float, Field(strict=True, ge=0.0, le=50.0)] = 5.0
-    """Percent of the largest values replaced by their mean before swapping."""
-    bottom_percent: Annotated[float, Field(strict=True, ge=0.0, le=50.0)] = 5.0
-    """Percent of the smallest values replaced by their mean before swapping."""
-    columns: Columns | None = None
-    """Columns to swap (default: the pipeline's ``numeric`` columns)."""
-    kind: Literal["rank_swap"] = "rank_swap"
-
-    @model_validator(mode="after")
-    def _one_window(self) -> RankSwapStep:
-        given = [name for name in ("p", "r0", "k0") if getattr(self, name) is not None]
-        if len(given) > 1:
-            raise ValueError(f"give one of p, r0 and k0 (the rank window), not {' and '.join(given)}.")
-        return self
-
-
-class CorrelatedNoiseStep(_NumericMasking):
-    """Noise with the data's covariance (``correlated``), sdcMicro's ``correlated2``, or noise keeping
-    the sample mean and covariance exactly (``exact``)."""
-
-    law: Literal["correlated", "correlated2", "exact"] = "correlated"
-    """``correlated``: x + N(0, noise S); ``correlated2``: sdcMicro's per-column law with ``delta``;
-    ``exact``: the release has exactly the sample mean and covariance."""
-    noise: Annotated[float, Field(strict=True, gt=0.0, le=100.0)] = 0.1
-    """Noise variance as a share of the data's covariance (sdcMicro's ``noise`` / 100)."""
-    delta: Annotated[float, Field(strict=True, gt=0.0, lt=1.0)] = 0.1
-    """``correlated2``'s delta."""
-    columns: Columns | None = None
-    """Columns to perturb together (default: the pipeline's ``numeric`` columns)."""
-    kind: Literal["correlated_noise"] = "correlated_noise"
-
-
-class SuppressStep(_Strict):
-    """Global suppression: drop quasi-identifiers that the release plan excludes (or those named)."""
-
-    columns: Literal["plan"] | Columns = "plan"
-    """``plan`` (drop what the planner excluded) or an explicit list of columns to drop."""
-
-    kind: Literal["suppress"] = "suppress"
-
-    @field_validator("columns", mode="before")
-    @classmethod
-    def split_columns(cls, v: Any) -> Any:
-        return v if v == "plan" else _split(v)
-
-
-class AnonymizeStep(_Strict):
-    """A step of ``sdckit.anonymize`` (recode, top_code, local_suppression, pram): options are its constructor's keywords."""
-
-    kind: Literal["recode", "top_code", "local_suppression", "pram"]
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Keywords passed to the estimator's constructor (e.g. ``columns``, ``k``)."""
-
-    internal: ClassVar[tuple[str, ...]] = ("kind", "source", "params")
-
-
-Step = MicroaggregateStep | NoiseStep | RankSwapStep | CorrelatedNoiseStep | SuppressStep | AnonymizeStep
+    def __new__(cls, *, kind: str, params: Mapping[str, Any] | None = None) -> Step:  # type: ignore[misc]
+        warnings.warn(
+            "AnonymizeStep(kind=..., params=...) is deprecated: each anonymize step is a class with typed options "
+            "(sdckit.pipeline._steps.STEPS[kind]); build that, or parse the step with parse_config.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if kind not in ANONYMIZE_STEPS:
+            raise ValueError(f"{kind!r} is not an anonymize step; use one of {', '.join(ANONYMIZE_STEPS)}.")
+        return STEPS[kind].model_validate(dict(params or {}))
 
 
 DEFAULT_NA_VALUES: tuple[str, ...] = ("", "NA", "NaN")
@@ -455,7 +305,7 @@ class PipelineConfig(_Strict):
     """Write the protected data even when the release is over budget (the summary says so in red)."""
     allow_linear_relations: Flag = False
     """Mask even when a linear relation ties masked columns to released unmasked ones."""
-    steps: tuple[Step, ...] = ()
+    steps: tuple[AnyStep, ...] = ()
     """Masking steps, applied in order."""
     output_data: Text | None = None
     """Where to write the protected data (format by extension); None writes nothing."""
@@ -493,8 +343,6 @@ class PipelineConfig(_Strict):
     @classmethod
     def _k_at_least_two(cls, v: Any) -> Any:
         if isinstance(v, int) and not isinstance(v, bool) and v < 2:
-            from sdckit._checks import k_message
-
             raise ValueError(k_message(v).replace("k=", "", 1))
         return v
 
@@ -620,16 +468,9 @@ class PipelineConfig(_Strict):
             "experiments": list(self.experiments),
             "allow_over_budget": self.allow_over_budget,
             "allow_linear_relations": self.allow_linear_relations,
-            "steps": [_step_dict(s) for s in self.steps],
+            "steps": [s.to_dict() for s in self.steps],
             "output": {"data": self.output_data, "report": self.output_report},
         }
-
-
-def _step_dict(step: Step) -> dict[str, Any]:
-    if isinstance(step, AnonymizeStep):
-        return {step.kind: dict(step.params)}
-    body = step.model_dump(exclude={"kind"})
-    return {step.kind: {k: list(v) if isinstance(v, tuple) else v for k, v in body.items()}}
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -687,17 +528,6 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
-_STEP_MODELS: dict[
-    str, type[MicroaggregateStep] | type[NoiseStep] | type[RankSwapStep] | type[CorrelatedNoiseStep] | type[SuppressStep]
-] = {
-    "microaggregate": MicroaggregateStep,
-    "noise": NoiseStep,
-    "rank_swap": RankSwapStep,
-    "correlated_noise": CorrelatedNoiseStep,
-    "suppress": SuppressStep,
-}
-
-
 def _step(raw: Any, i: int, source: str) -> Step:
     where = f"{source}.steps[{i}]"
     if isinstance(raw, str):
@@ -713,9 +543,7 @@ def _step(raw: Any, i: int, source: str) -> Step:
         opts = {"columns": opts}
     opts = _mapping(opts, f"{where}.{kind}")
     try:
-        if kind in ANONYMIZE_STEPS:
-            return AnonymizeStep(kind=kind, params=dict(opts))
-        return _STEP_MODELS[kind].model_validate(dict(opts))
+        return STEPS[kind].model_validate(dict(opts))
     except ValidationError as err:
         raise _config_error(err, f"{where}.{kind}") from None
 
@@ -732,10 +560,10 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
             return p
         return str(base / p)
 
-    steps_raw = obj.pop("steps", None) or []
-    if not isinstance(steps_raw, list):
-        raise ConfigError(f"{source}.steps: expected a list of steps, got {steps_raw!r} ({type(steps_raw).__name__}).")
-    steps = tuple(_step(s, i, source) for i, s in enumerate(steps_raw))
+    raw_steps = obj.pop("steps", None) or []
+    if not isinstance(raw_steps, list):
+        raise ConfigError(f"{source}.steps: expected a list of steps, got {raw_steps!r} ({type(raw_steps).__name__}).")
+    steps = tuple(_step(s, i, source) for i, s in enumerate(raw_steps))
     output_raw = obj.pop("output", None)
     try:
         output = Output.model_validate(dict(_mapping(output_raw, f"{source}.output")))

@@ -29,33 +29,19 @@ import numpy as np
 import polars as pl
 
 from sdckit._scale import engine_of
-from sdckit.errors import ConfigError, SdcError
-from sdckit.pipeline._config import (
-    ANONYMIZE_STEPS,
-    AnonymizeStep,
-    CorrelatedNoiseStep,
-    MicroaggregateStep,
-    NoiseStep,
-    PipelineConfig,
-    RankSwapStep,
-    SuppressStep,
-)
+from sdckit.errors import ConfigError
+from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._outputs import RELEASE_MARKER, check_release_directory, is_release_directory
 from sdckit.pipeline._roles import Roles
+from sdckit.pipeline._steps import STEPS, StepContext, StepLog
 
 __all__ = ["DistributedResult", "WrittenRelease", "measure_parquet", "run_distributed", "write_distributed"]
 
 _KEY = "__sdc_order"
 
-_REFUSED = {
-    "microaggregate": "it groups every record with its nearest neighbours; in Python use "
-    "sdckit.microagg.distributed_microaggregate(frame, k=..., blocks=[...]) (MDAV within key blocks), or run "
-    "this pipeline in memory (engine: polars, the default)",
-    "noise": "its t is designed from the columns' covariance in memory; in Python use "
-    "sdckit.spectral.AdditiveNoise(t=...).fit_transform(frame) (partition by partition), or run in memory",
-    "rank_swap": "it swaps values between ranks of the whole column; run this pipeline in memory (engine: polars)",
-    "correlated_noise": "it draws noise from the covariance of all rows at once; run in memory (engine: polars)",
-}
+_REFUSED = {kind: cls.in_memory_only for kind, cls in STEPS.items() if cls.in_memory_only is not None}
+"""Why each step that needs every row in one place does not run on a distributed frame, and what to do
+(each step class declares it as ``in_memory_only``)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +53,7 @@ class DistributedResult:
     """``polars`` (a LazyFrame), ``dask`` or ``spark``."""
     release: Any
     """The release as a lazy frame of the input's kind: the released columns, masked, rows shuffled."""
-    steps: tuple[Any, ...]
+    steps: tuple[StepLog, ...]
     """A :class:`~sdckit.pipeline.StepLog` per step (local suppression's ``n_passes`` among its details)."""
     roles: Roles
     not_released: dict[str, str] = field(default_factory=dict)
@@ -165,59 +151,6 @@ def _roles(config: PipelineConfig, columns: Sequence[str]) -> Roles:
     return roles
 
 
-def _anonymize(data: Any, step: AnonymizeStep, index: int, config: PipelineConfig, seed: int | None, engine: str) -> tuple[Any, Any]:
-    import importlib
-
-    from sdckit.pipeline._run import StepLog, _change_text, _changes
-
-    where = f"{config.source}: steps[{index}].{step.kind}"
-    module_name, _, class_name = ANONYMIZE_STEPS[step.kind].partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    columns = _columns(data)
-    params = dict(step.params)
-    qis = [q for q in config.quasi_identifiers or () if q in columns]
-    import inspect
-
-    sig = inspect.signature(cls)
-    fill: dict[str, Any] = {"quasi_identifiers": qis, "k": config.k, "random_state": seed}
-    if step.kind == "local_suppression":
-        fill["columns"] = qis
-    elif step.kind == "top_code" and not any(isinstance(params.get(t), dict) for t in ("top", "bottom")):
-        fill["columns"] = [c for c in config.numeric or () if c in columns]
-    for name, value in fill.items():
-        if name in sig.parameters and name not in params:
-            params[name] = value
-    try:
-        estimator = cls(**params)
-        out = estimator.fit_transform(data)
-    except SdcError as err:
-        raise ConfigError(
-            f"{where}: on a {engine} frame: {err} Run this pipeline in memory (leave engine out) if the step cannot "
-            "run where the rows live."
-        ) from None
-    if _engine_or_none(out) != engine:
-        raise ConfigError(
-            f"{where}: {class_name} gave back {type(out).__name__}, not a lazy {engine} frame: it cannot run where the "
-            "rows live in this build. Leave the step out, or run the pipeline in memory (leave engine out)."
-        )
-    changes = _changes(getattr(estimator, "changes_", None))
-    total = sum(c["cells_changed"] for c in changes.values())
-    parts = "; ".join(_change_text(c, n) for c, n in changes.items() if n["cells_changed"])
-    details: dict[str, Any] = {"params": {k: v for k, v in params.items() if k != "random_state"}, "changes": changes,
-                               "cells_changed": total}
-    what = f"{class_name} changed {total:,} cell(s)" + (f": {parts}." if parts else ".")
-    if step.kind == "local_suppression":
-        details["n_passes"] = int(estimator.n_passes_)
-        details["decoy_rounds"] = int(estimator.n_rounds_)
-        what = (
-            f"{class_name} set {total:,} cell(s) to missing" + (f": {parts}" if parts else "")
-            + f", in {estimator.n_passes_} distributed pass(es) (group counts only reached the driver). Every row is "
-            f"now identical to at least {params.get('k', config.k) - 1} others, suppressed cells included."
-        )
-    changed = tuple(c for c, n in changes.items() if n["cells_changed"])
-    return out, StepLog(step.kind, changed, details, what)
-
-
 def _engine_or_none(data: Any) -> str | None:
     try:
         return _engine(data)
@@ -259,8 +192,6 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     ``local_suppression`` with ``method: sdcmicro``) raise a :class:`~sdckit.errors.ConfigError`
     naming the step and the alternative.
     """
-    from sdckit.pipeline._run import StepLog, _randomness
-
     if data is None:
         if config.engine == "polars":
             raise ConfigError(
@@ -273,37 +204,21 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     columns = _columns(data)
     roles = _roles(config, columns)
     qis = list(roles.quasi_identifiers)
-    logs: list[Any] = []
+    logs: list[StepLog] = []
     base = config.step_seed
     for i, step in enumerate(config.steps):
-        seed = None if base is None else base + i
-        kind = step.kind
-        if isinstance(step, (MicroaggregateStep, NoiseStep, RankSwapStep, CorrelatedNoiseStep)):
-            raise ConfigError(
-                f"{config.source}: steps[{i}].{kind} does not run on a {engine} frame: {_REFUSED[kind]}."
-            )
-        if isinstance(step, SuppressStep):
-            if step.columns == "plan":
-                from sdckit.plan import plan_release
-                from sdckit.risk import Marginals
-
-                plan = plan_release(Marginals.from_data(data, qis, missing="value"), k=config.k, budget=config.budget,
-                                    method=config.bound_method)
-                dropped = tuple(c for c in qis if c not in plan.columns and c in columns)
-            else:
-                dropped = tuple(c for c in step.columns if c in columns)
-            data = nw.from_native(data).drop(list(dropped)).to_native()
-            columns = [c for c in columns if c not in dropped]
-            logs.append(StepLog("suppress", dropped, {}, f"Dropped {len(dropped)} column(s): {', '.join(dropped) or 'none'}."))
-            continue
-        assert isinstance(step, AnonymizeStep)
-        if kind == "local_suppression" and step.params.get("method", "decoys") != "decoys":
-            raise ConfigError(
-                f"{config.source}: steps[{i}].local_suppression: method: {step.params['method']} compares every record "
-                f"with every other one and does not run on a {engine} frame; use method: decoys (the default)."
-            )
-        data, log = _anonymize(data, step, i, config, seed, engine)
-        logs.append(_randomness(log, step, seed))
+        refusal = step.refusal(engine)
+        if refusal is not None:
+            raise ConfigError(f"{config.source}: steps[{i}].{step.kind}{refusal}")
+    for i, step in enumerate(config.steps):
+        ctx = StepContext(
+            source=config.source, index=i, k=config.k, budget=config.budget, bound_method=config.bound_method,
+            quasi_identifiers=tuple(qis), numeric=tuple(config.numeric or ()), categorical=roles.categorical,
+            seed=None if base is None else base + i, engine=engine,
+        )
+        data, log = step.run(data, ctx)
+        columns = [c for c in columns if c in _columns(data)]
+        logs.append(log)
     released = list(roles.released(columns))
     not_released = roles.not_released(_columns(data))
     data = nw.from_native(data).select(released).to_native()

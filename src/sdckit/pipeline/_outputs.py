@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from sdckit._io import check_outputs
+import polars as pl
+
+from sdckit._io import check_outputs, read_back_options, read_data, write_table
+from sdckit._io._outputs import Staging, report_files, set_aside, staged_outputs
 from sdckit.errors import ConfigError
-from sdckit.pipeline._config import AnonymizeStep, PipelineConfig
+from sdckit.pipeline._config import PipelineConfig
+from sdckit.pipeline._result import PipelineResult
+from sdckit.risk._measures._release import ReleaseMeasure, measure_release
 
 __all__ = [
     "RELEASE_MARKER",
@@ -18,30 +24,16 @@ __all__ = [
     "is_release_directory",
     "pipeline_inputs",
     "pipeline_outputs",
+    "write_outputs",
 ]
 
 
 def pipeline_outputs(config: PipelineConfig) -> list[Path]:
     """Every file a run writes: the data file, the report page and its JSON sidecar."""
-    from sdckit.report import Report
-
     outs = [Path(config.output_data)] if config.output_data else []
     if config.output_report:
-        outs.extend(Report.outputs(config.output_report))
+        outs.extend(report_files(config.output_report))
     return outs
-
-
-def _files_in(value: Any) -> Iterator[str]:
-    """Strings in a step's options that name an existing file (a hierarchy, a transition matrix)."""
-    if isinstance(value, str):
-        if value and len(value) < 4096 and os.path.isfile(value):
-            yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _files_in(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _files_in(v)
 
 
 def pipeline_inputs(config: PipelineConfig, extra: Sequence[str | os.PathLike[str] | None] = ()) -> list[str]:
@@ -50,8 +42,7 @@ def pipeline_inputs(config: PipelineConfig, extra: Sequence[str | os.PathLike[st
     if config.input is not None and not config.uses_adult:
         files.append(config.input)
     for step in config.steps:
-        if isinstance(step, AnonymizeStep):
-            files.extend(_files_in(step.params))
+        files.extend(step.named_files())
     return files
 
 
@@ -99,3 +90,100 @@ def check_pipeline_outputs(config: PipelineConfig, extra_inputs: Sequence[str | 
         data = check_release_directory(config, inputs)
         outs = [o for o in outs if o != data]
     check_outputs(outs, inputs, make_folders=True)
+
+
+class Writable(Protocol):
+    """What :func:`write_outputs` writes as the report: an object with ``write(path, stage=...)``
+    (a :class:`sdckit.report.Report`)."""
+
+    def write(self, path: str | Path, *, stage: Staging | None = None) -> tuple[Path, Path]: ...
+
+
+def _measure_written(
+    path: Path, config: PipelineConfig, known: pl.DataFrame | None = None, original: pl.DataFrame | None = None
+) -> ReleaseMeasure:
+    """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
+    wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
+    written ``NA`` or ``-9`` is the value it was and only an empty field is missing."""
+    reread = read_data(str(path), **read_back_options(path), labels=config.read.labels).frame.to_native()
+    if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
+        reread = pl.DataFrame(reread)
+    return measure_release(
+        reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
+        sensitive=config.sensitive or (), missing_semantics=config.missing_semantics, known=known,
+        weights=config.weight[0] if config.weight else None, original=original,
+        categorical=config.categorical or (),
+    )
+
+
+def _stated_figures(measure: ReleaseMeasure) -> dict[str, Any]:
+    """The figures of a release the report states, to compare the file as written with the release in
+    memory: everything but interval disclosure, numeric risk and the fixes (they need the input beside the release)."""
+    skipped = ("interval_disclosure", "fixes", "information_loss", "warnings", "numeric_risk")
+    return {key: value for key, value in measure.to_dict().items() if key not in skipped}
+
+
+def _same(value: Any) -> str:
+    """A figure as comparable text (NaN equals NaN; floats to 12 significant digits, since a sum over
+    shuffled rows may differ from the same sum in the input's order in its last bits)."""
+
+    def rounded(v: Any) -> Any:
+        if isinstance(v, float):
+            return float(f"{v:.12g}")
+        if isinstance(v, dict):
+            return {key: rounded(x) for key, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [rounded(x) for x in v]
+        return v
+
+    return json.dumps(rounded(value), sort_keys=True, default=str)
+
+
+def write_outputs(
+    result: PipelineResult, *, report: Writable | None = None, inputs: Sequence[str | Path] = ()
+) -> dict[str, Path]:
+    """Write the protected data (unless refused over budget) and ``report``; return what was written.
+
+    ``report`` is any object with ``write(path, stage=...)``, usually
+    ``sdckit.report.build_report(result, verified_on=result.data_output)``; None writes no report.
+    Every output is checked first (never an input: the data, the pipeline file, a file a step
+    reads, or ``inputs``; always writable), then written to temporary files renamed into place
+    only when everything succeeded (:func:`sdckit._io.staged_outputs`). The data file is re-read
+    and measured again before the report is written: when it measures differently from the
+    release in memory nothing is written, so the figures of a written report are those of the
+    file as written. An over-budget release (without ``allow_over_budget``) writes no data file,
+    only the report, marked not safe, with what would fix it; a data file of an earlier run at the
+    output path is renamed ``<name>.stale`` (returned as ``"set_aside"``) so it cannot pass for
+    this release.
+    """
+    written: dict[str, Path] = {}
+    cfg = result.config
+    check_pipeline_outputs(cfg, [cfg.config_file, *inputs])
+    with staged_outputs() as stage:
+        path = result.data_output
+        if path is not None:
+            temp = stage.path(path)
+            write_table(result.protected, temp, atomic=False, labels=result.labels)
+            written["data"] = path
+            original = result.input_frame
+            if original is not None and result.row_order is not None:
+                original = original[result.row_order]  # row i of the written file is input row row_order[i]
+            again = _measure_written(temp, cfg, result.known, original)
+            measured = result.release_measure
+            if measured is not None:
+                before, after = _stated_figures(measured), _stated_figures(again)
+                differ = next((key for key in before if _same(before[key]) != _same(after[key])), None)
+                if differ is not None:
+                    raise ConfigError(
+                        f"{cfg.source}: the written file {path.name} measures differently from the release in memory "
+                        f"({differ} {after[differ]!r} against {before[differ]!r}); it was not written. "
+                        "Write Parquet, which keeps every value exactly."
+                    )
+        if cfg.output_report and report is not None:
+            html, sidecar = report.write(cfg.output_report, stage=stage)
+            written["report"], written["sidecar"] = html, sidecar
+    if cfg.output_data and result.refused:
+        moved = set_aside(cfg.output_data)
+        if moved is not None:
+            written["set_aside"] = moved
+    return written

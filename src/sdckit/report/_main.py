@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -227,14 +228,19 @@ def _experiment_columns(result: PipelineResult) -> tuple[list[str], str]:
     return numeric, ""
 
 
-def build_report(result: PipelineResult, *, advance: Advance | None = None) -> Report:
+def build_report(
+    result: PipelineResult, *, advance: Advance | None = None, verified_on: str | Path | None = None
+) -> Report:
     """Render the main report of a pipeline run (:func:`sdckit.pipeline.run_pipeline`); runs nothing of the pipeline.
 
     The release sections (``release_check``, ``release_risk``, ``release``) render the run's
     :class:`~sdckit.risk.ReleaseMeasure` and step log; the input sections (``data``, ``risk``)
     describe the input as is; the experiments (``plan``, ``microaggregation``, ``spectral``) run on
     the input only when ``config.experiments`` lists them, each headed as an experiment. The
-    summary speaks of the release and lists every warning.
+    summary speaks of the release and lists every warning. ``verified_on`` is the data file the
+    figures were measured on as written (``result.data_output`` for a report that
+    :func:`sdckit.pipeline.write_outputs` writes: it measures the file again first, and writes
+    nothing when the figures differ).
     """
     from sdckit.pipeline._config import MicroaggregateStep, NoiseStep
     from sdckit.report._microagg import microagg_section
@@ -280,6 +286,8 @@ def build_report(result: PipelineResult, *, advance: Advance | None = None) -> R
             shuffled=config.shuffle_rows,
         )
     )
+    if verified_on is not None:
+        sections[-1].data["verified_on_written_file"] = str(verified_on)
     tick(description="Risk of the release")
     sections.append(release_risk_section(result.input_measure, result.release_measure, steps=result.steps))
     tick(description="Re-identification risk of the input")

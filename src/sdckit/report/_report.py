@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from sdckit._io._outputs import report_files, staged_outputs
+
 __all__ = [
     "Block",
     "Report",
@@ -240,8 +242,6 @@ class Report:
         With ``stage`` (a :class:`sdckit._io.Staging` of a larger run) the two files are renamed
         into place when that run commits; without, when both are written.
         """
-        from sdckit._io._outputs import staged_outputs
-
         out, sidecar = self.outputs(path)
         page, figures = self.render(), json.dumps(self.to_dict(), indent=2)
         if stage is not None:
@@ -256,5 +256,4 @@ class Report:
     @staticmethod
     def outputs(path: str | Path) -> tuple[Path, Path]:
         """The two files :meth:`write` writes for ``path``: the page and its JSON sidecar."""
-        out = Path(path)
-        return out, out.with_suffix(".json")
+        return report_files(path)

@@ -1,0 +1,84 @@
+"""The outcome of a pipeline run, as data: the release in memory, its measures and what each step did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from sdckit.microagg._relations import LinearRelation
+from sdckit.pipeline._config import PipelineConfig
+from sdckit.pipeline._roles import Roles
+from sdckit.pipeline._steps import StepLog
+from sdckit.plan import ReleasePlan
+from sdckit.risk._measures._release import ReleaseMeasure
+
+__all__ = ["PipelineResult"]
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """The outcome of a pipeline run: the release, its plan, its measures and the step log (no report:
+    :func:`sdckit.report.build_report` renders a finished result)."""
+
+    config: PipelineConfig
+    """The configuration, with defaults filled in (quasi-identifiers, numeric columns)."""
+    protected: pl.DataFrame
+    """The release: every row of the input, only the columns with a releasing role, masked columns replaced."""
+    plan: ReleasePlan
+    """The release plan on the quasi-identifiers at k and budget (from the input's marginals)."""
+    steps: tuple[StepLog, ...]
+    """What each masking step did, in order."""
+    roles: Roles | None = None
+    """Every column's role, with the guesses flagged."""
+    not_released: dict[str, str] = field(default_factory=dict)
+    """Columns of the input that are not in the release, and why."""
+    input_measure: ReleaseMeasure | None = None
+    """The input's risk, as if its role columns were released unmasked."""
+    release_measure: ReleaseMeasure | None = None
+    """The release's risk, measured on ``protected`` (the table as written)."""
+    relations: tuple[LinearRelation, ...] = ()
+    """Linear relations found among the numeric columns before masking."""
+    source_name: str = ""
+    """The input's name, for the report."""
+    input_frame: pl.DataFrame | None = None
+    """The input as read (for the report's input sections)."""
+    n_dropped: int = 0
+    """Rows removed by ``missing: drop``."""
+    numeric_guessed: bool = False
+    """True when the numeric columns were guessed (no ``numeric`` given): the experiments then run on
+    at most ``EXPERIMENT_MAX_COLUMNS`` of them."""
+    labels: Any = None
+    """The input's value and variable labels and declared missing values (a
+    :class:`~sdckit._io.SurveyLabels`, from an SPSS, Stata or SAS file), written with a ``.sav``/``.dta`` release."""
+    known: pl.DataFrame | None = None
+    """What an attacker knows of each person (the quasi-identifiers after the public recodings, before
+    suppression; and the weight), for the consistent count; never written."""
+    row_order: NDArray[np.int64] | None = None
+    """The shuffle: released row i is input row ``row_order[i]`` (None: the input's order); kept in
+    memory to measure the written file against the input row by row, never written."""
+
+    @property
+    def within_budget(self) -> bool:
+        """True when the release's exposure at k is at most the budget."""
+        return self.release_measure is None or self.release_measure.within_budget
+
+    @property
+    def refused(self) -> bool:
+        """True when the release is over budget and ``allow_over_budget`` is not set: no data file is written."""
+        return not self.within_budget and not self.config.allow_over_budget
+
+    @property
+    def data_output(self) -> Path | None:
+        """The data file :func:`~sdckit.pipeline.write_outputs` writes (None: none, or refused over budget).
+
+        ``write_outputs`` reads it back and measures it again before it writes the report; a report
+        built for ``write_outputs`` states the figures as verified on it
+        (``build_report(result, verified_on=result.data_output)``)."""
+        if not self.config.output_data or self.refused:
+            return None
+        return Path(self.config.output_data)

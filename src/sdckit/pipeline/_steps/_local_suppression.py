@@ -1,0 +1,91 @@
+"""``local_suppression``: cells of the quasi-identifiers set to missing until every row has k - 1
+twins (:class:`sdckit.anonymize.LocalSuppressor`)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import field_validator
+
+from sdckit.anonymize import LocalSuppressor
+from sdckit.pipeline._fields import Columns, Number, Text, Whole, split_columns
+from sdckit.pipeline._roles import Roles
+from sdckit.pipeline._steps._anonymize import AnonymizeOptions
+from sdckit.pipeline._steps._base import StepContext, StepLog
+
+__all__ = ["LocalSuppressionStep"]
+
+
+class LocalSuppressionStep(AnonymizeOptions):
+    """Local suppression: the fewest cells of the quasi-identifiers set to missing so that every row is
+    identical to at least k - 1 others (decoys drawn among larger groups hide which cells were rare)."""
+
+    example: ClassVar[str] = "{k: 5}"
+    estimator: ClassVar[type] = LocalSuppressor
+    filled: ClassVar[tuple[str, ...]] = ("k", "columns", "random_state")
+
+    k: Whole | None = None
+    """Group size every record must reach (default: the pipeline's ``k``)."""
+    columns: Columns | None = None
+    """The key variables (default: the pipeline's quasi-identifiers)."""
+    importance: tuple[Text, ...] | tuple[Whole, ...] | None = None
+    """Which keys to keep: column names from most to least important, or one number per key
+    (1 = most important, sdcMicro's ``importance``); default: keys with more values go first."""
+    method: Literal["decoys", "sdcmicro"] = "decoys"
+    """``decoys`` (suppressed cells hidden among random ones; runs where the rows live) or
+    ``sdcmicro`` (sdcMicro's algorithm: a missing cell matches any value; in memory only)."""
+    random_redaction: Number | None = None
+    """(``sdcmicro`` only) probability (0..1) of redacting the other cells of a column that lost cells."""
+    delta: Number = 0.05
+    """Failure probability (0..1) of the redaction allowance."""
+
+    kind: Literal["local_suppression"] = "local_suppression"
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _split_columns(cls, v: Any) -> Any:
+        return split_columns(v)
+
+    def is_random(self) -> bool:
+        return self.method == "decoys" or bool(self.random_redaction)
+
+    def moves_knowledge(self, column: str, log: StepLog) -> bool:
+        return False  # a suppressed cell tells nothing new of the person: the attacker still knows the value
+
+    def in_memory_reason(self) -> str | None:
+        if self.method == "decoys":
+            return None
+        return f"method: {self.method} compares every record with every other one"
+
+    def refusal(self, engine: str) -> str | None:
+        reason = self.in_memory_reason()
+        if reason is None:
+            return None
+        return f": {reason} and does not run on a {engine} frame; use method: decoys (the default)."
+
+    def columns_touched(self, roles: Roles) -> tuple[str, ...]:
+        return self.named_columns() or tuple(roles.quasi_identifiers)
+
+    def fill(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
+        qis = [q for q in ctx.quasi_identifiers if q in columns]  # the keys are the quasi-identifiers, not every column
+        return {"k": ctx.k, "columns": qis, "random_state": ctx.seed}
+
+    def describe(self, total: int, parts: str, params: dict[str, Any], ctx: StepContext) -> str:
+        name = self.estimator.__name__
+        what = f"{name} set {total:,} cell(s) to missing: {parts}." if total else f"{name} set no cell to missing."
+        if total and self.method == "decoys":
+            what += (f" Every row is now identical to at least {params.get('k', ctx.k) - 1} others, suppressed "
+                     "cells included (decoys drawn at random among larger groups).")
+        elif total:
+            what += " sdcMicro's algorithm: a missing cell matches any value when its groups are counted."
+        return what
+
+    def lazy_details(self, estimator: Any) -> dict[str, Any]:
+        return {"n_passes": int(estimator.n_passes_), "decoy_rounds": int(estimator.n_rounds_)}
+
+    def describe_lazy(self, total: int, parts: str, params: dict[str, Any], estimator: Any, ctx: StepContext) -> str:
+        return (
+            f"{self.estimator.__name__} set {total:,} cell(s) to missing" + (f": {parts}" if parts else "")
+            + f", in {estimator.n_passes_} distributed pass(es) (group counts only reached the driver). Every row is "
+            f"now identical to at least {params.get('k', ctx.k) - 1} others, suppressed cells included."
+        )
