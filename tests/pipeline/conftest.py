@@ -1,13 +1,17 @@
-"""Fixtures of the pipeline's step tests: a small frame with Adult's column names (so every step's
-``example``, written for the bundled Adult data, runs on it) and a context to apply a step in."""
+"""Fixtures of the pipeline tests: a small frame with Adult's column names (so every step's
+``example``, written for the bundled Adult data, runs on it), a context to apply a step in, and
+the Adult example run once per session."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from sdckit.pipeline import StepContext
+from sdckit.pipeline import PipelineResult, StepContext, load_config, run_pipeline, write_outputs
+from sdckit.report import build_report
 from sdckit.risk import Marginals, plan_release
 
 QUASI_IDENTIFIERS = ("age", "sex", "race", "native-country")
@@ -38,3 +42,18 @@ def context(frame: pl.DataFrame, *, seed: int | None = None, k: int = 3, **chang
         "seed": seed, "plan": plan, **changes,
     }
     return StepContext(**fields)  # type: ignore[arg-type]
+
+
+ADULT_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
+
+
+@pytest.fixture(scope="session")
+def adult_example_written(tmp_path_factory: pytest.TempPathFactory) -> tuple[PipelineResult, dict[str, Path]]:
+    """``examples/pipelines/adult.yaml`` run once per session, its release written as Parquet with the
+    report (the tests that only read this run share it: it takes seconds)."""
+    folder = tmp_path_factory.mktemp("adult-example")
+    config = load_config(ADULT_EXAMPLE)
+    config = config.replace(output_data=str(folder / "release.parquet"), output_report=str(folder / "report.html"))
+    result = run_pipeline(config)
+    written = write_outputs(result, report=build_report(result, verified_on=result.data_output))
+    return result, written
