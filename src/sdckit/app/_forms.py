@@ -155,7 +155,7 @@ def field_values(kind: str, options: Any) -> dict[str, Any]:
     a checkbox (its default when the option is not given); an option not given is ''."""
     if not isinstance(options, Mapping):  # a shorthand (``suppress: plan``): the options the step holds
         step = parse_config({"steps": [{kind: options}]}, source=SOURCE).steps[0]
-        options = step.model_dump(exclude_defaults=True, exclude={"kind"})
+        options = step.model_dump(exclude_unset=True, exclude={"kind"})
     out: dict[str, Any] = {}
     for f in step_fields(kind):
         if f.widget == "checkbox":
