@@ -70,8 +70,7 @@ def test_the_example_round_trips_through_the_form(kind: str) -> None:
     back = options_from_fields(kind, posted, 0)
     assert _step(kind, back) == _step(kind, options)
     assert set(back) <= set(options)  # nothing but what the example gives (a default is left out)
-    got_kind, text = parse_step_fields(kind, posted, 0)
-    assert got_kind == kind
+    assert parse_step_fields(kind, posted, 0)[0] == kind
     assert parse_step(kind, STEP_TEMPLATES[kind], 0)[0] == kind  # the YAML template still parses
 
 
@@ -153,12 +152,15 @@ def test_a_wrong_value_in_a_form_is_the_pipelines_one_line(kind: str, fields: di
              "{a: 2020-01-01}", "{rules: {age: {mapping: {2020-01-01: x}}}}", ": :", "{columns: {a: b}}"],
 )
 def test_parse_step_raises_only_the_one_line_error(kind: str, text: str) -> None:
+    message = None
     try:
         parse_step(kind, text, 1)
-    except ConfigError as err:
-        assert "\n" not in str(err)
-        assert str(err).startswith("the workbench")
-        assert kind in str(err)
+    except ConfigError as err:  # anything else (a KeyError, a TypeError) fails the test
+        message = str(err)
+    if message is not None:
+        assert "\n" not in message
+        assert message.startswith("the workbench")
+        assert kind in message
 
 
 @pytest.mark.parametrize("kind", KINDS)

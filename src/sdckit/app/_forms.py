@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from markupsafe import escape
 
 from sdckit.app._session import SOURCE, parse_step_options, step_text
 from sdckit.errors import ConfigError
@@ -82,7 +83,7 @@ class StepField:
     def placeholder(self) -> str:
         if self.default is not None:
             return self.default_text
-        return f"e.g. {self.example}" if self.example else "default"
+        return f"e.g. {self.example}" if self.example and self.widget == "yaml" else "default"
 
     @property
     def number_step(self) -> str:
@@ -294,7 +295,6 @@ def parse_step_fields(kind: str, form: Mapping[str, Any], index: int) -> tuple[s
 
 
 def help_html(text: str) -> str:
-    """A help text for the page: escaped, ````code```` as ``<code>``."""
-    from markupsafe import escape
-
-    return re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(text)))
+    """A help text for the page: escaped; ````code```` and ``:class:`name``` as ``<code>``."""
+    html = re.sub(r":\w+:`~?([^`]+)`", r"<code>\1</code>", str(escape(text)))
+    return re.sub(r"``(.+?)``", r"<code>\1</code>", html)
