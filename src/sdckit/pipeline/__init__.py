@@ -6,7 +6,14 @@ refuses, writing no data file, when the release is over its budget. ``sdckit rep
 renders the same run without writing data. See ``examples/pipelines/`` and ``docs/pipeline.md``.
 """
 
-from sdckit.pipeline._config import ANONYMIZE_STEPS, AnonymizeStep, PipelineConfig, ReadSection, load_config, parse_config
+from sdckit.pipeline._config import (
+    ANONYMIZE_STEPS,
+    AnonymizeStep,
+    PipelineConfig,
+    ReadSection,
+    load_config,
+    parse_config,
+)
 from sdckit.pipeline._distributed import (
     DistributedResult,
     WrittenRelease,

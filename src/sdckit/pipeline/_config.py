@@ -560,10 +560,10 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
             return p
         return str(base / p)
 
-    steps_raw = obj.pop("steps", None) or []
-    if not isinstance(steps_raw, list):
-        raise ConfigError(f"{source}.steps: expected a list of steps, got {steps_raw!r} ({type(steps_raw).__name__}).")
-    steps = tuple(_step(s, i, source) for i, s in enumerate(steps_raw))
+    raw_steps = obj.pop("steps", None) or []
+    if not isinstance(raw_steps, list):
+        raise ConfigError(f"{source}.steps: expected a list of steps, got {raw_steps!r} ({type(raw_steps).__name__}).")
+    steps = tuple(_step(s, i, source) for i, s in enumerate(raw_steps))
     output_raw = obj.pop("output", None)
     try:
         output = Output.model_validate(dict(_mapping(output_raw, f"{source}.output")))

@@ -151,13 +151,6 @@ def _roles(config: PipelineConfig, columns: Sequence[str]) -> Roles:
     return roles
 
 
-def _engine_or_none(data: Any) -> str | None:
-    try:
-        return _engine(data)
-    except ConfigError:
-        return None
-
-
 def _shuffle(data: Any, engine: str, seed: int) -> Any:
     """The rows in random order: a random 63-bit key per row (from ``seed``), then a sort on it."""
     if engine == "polars":

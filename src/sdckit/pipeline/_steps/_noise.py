@@ -23,7 +23,7 @@ __all__ = ["NoiseStep"]
 class NoiseStep(NumericStep):
     """Add independent noise of variance ``t`` per entry (the local mechanism of private PCA)."""
 
-    example: ClassVar[str] = "{columns: [hours-per-week], t: recommended, max_leakage_nats: 1.0}"
+    example: ClassVar[str] = "{columns: [capital-gain, hours-per-week], t: recommended, max_leakage_nats: 1.0}"
     in_memory_only: ClassVar[str | None] = (
         "its t is designed from the columns' covariance in memory; in Python use "
         "sdckit.spectral.AdditiveNoise(t=...).fit_transform(frame) (partition by partition), or run in memory"

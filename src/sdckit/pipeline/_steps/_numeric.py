@@ -57,7 +57,7 @@ def declared_missing_in(frame: pl.DataFrame, column: str, labels: SurveyLabels |
 
 def restore(
     before: pl.DataFrame, after: pl.DataFrame, columns: tuple[str, ...], log: StepLog, *,
-    positivity: str, restore_moments: bool,
+    positivity: Positivity, restore_moments: bool,
 ) -> tuple[pl.DataFrame, StepLog]:
     """A numeric step's ``restore_moments`` / ``positivity``: T(x) = A x + b fitted on (before, after)."""
     if positivity == "none" and not restore_moments:
