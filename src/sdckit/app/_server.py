@@ -32,6 +32,14 @@ from fastapi.responses import (
 )
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from sdckit.app._forms import (
+    field_values,
+    help_html,
+    parse_step_fields,
+    posted_values,
+    step_fields,
+    uses_yaml,
+)
 from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles, parse_step, step_text
 from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
@@ -49,6 +57,7 @@ STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; char
 def _env() -> Environment:
     env = Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["step_text"] = step_text
+    env.filters["help_html"] = help_html
     return env
 
 
@@ -109,6 +118,7 @@ def create_app(
         return env.get_template("panel.html.j2").render(
             ws=ws, state=state, run=run, before=before, glance=ws.glance(), job=ws.job,
             roles=ROLES, role_labels=ROLE_LABELS, kinds=STEP_KINDS, templates=STEP_TEMPLATES,
+            step_fields=step_fields, field_values=field_values,
             role_of=state.role_of, steps=state.step_list(),
             plan=ws.plan if ws.plan_for == state else None,
             plan_steps=plan_steps(ws.plan, plan_hier, state.k) if ws.plan is not None and ws.plan_for == state else [],
@@ -262,6 +272,8 @@ def _float(form: dict[str, Any], key: str, what: str) -> float:
 def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
     """Apply one action of the page to the session (errors are :class:`SdcError`, shown in the page)."""
     state = ws.state
+    if action not in ("add_step", "edit_step"):
+        ws.draft = {}  # a refused step's text goes with the next other change (its step may have moved)
     if action == "load":
         ws.load(str(form.get("source") or "adult"), read_options(form))
         ws.start_measure(revert_on_failure=False)
@@ -293,19 +305,22 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
         kind, text = str(form.get("kind", "")), str(form.get("options", ""))
         steps = list(state.steps)
         index = _int(form, "index", "a step's number") if action == "edit_step" else len(steps)
-        ws.draft = {"kind": kind, "options": text} if action == "add_step" else {}
-        step = parse_step(kind, text, index)
+        yaml_mode = uses_yaml(form)
+        # what was typed, shown again if the change is refused (the add form, or the edited step's form)
+        ws.draft = {"index": index if action == "edit_step" else None, "kind": kind, "options": text,
+                    "yaml": yaml_mode, "fields": posted_values(kind, form)}
         if action == "edit_step":
             _check_index(index, steps)
+        step = parse_step(kind, text, index) if yaml_mode else parse_step_fields(kind, form, index)
+        if action == "edit_step":
             steps[index] = step
         else:
             steps.append(step)
         new = replace(state, steps=tuple(steps))
         new.config(run_seed=ws.seed)
         ws.history.change(new, f"{'edit' if action == 'edit_step' else 'add'} {kind}")
+        ws.draft = {}
         ws.start_measure(revert_on_failure=True)
-        if action == "add_step":
-            ws.draft = {}
     elif action in ("move_step", "remove_step"):
         steps = list(state.steps)
         index = _int(form, "index", "a step's number")

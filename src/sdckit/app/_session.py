@@ -21,7 +21,17 @@ from sdckit.errors import ConfigError
 from sdckit.pipeline._config import DEFAULT_NAME, DEFAULT_SEED, STEP_KINDS, PipelineConfig, parse_config
 from sdckit.pipeline._steps import STEPS
 
-__all__ = ["ROLES", "ROLE_LABELS", "STEP_TEMPLATES", "History", "Workbench", "roles_of", "step_text"]
+__all__ = [
+    "ROLES",
+    "ROLE_LABELS",
+    "STEP_TEMPLATES",
+    "History",
+    "Workbench",
+    "parse_step",
+    "parse_step_options",
+    "roles_of",
+    "step_text",
+]
 
 SOURCE = "the workbench"
 """Where the app's settings come from, in error messages (as ``sdckit run`` names its file)."""
@@ -62,8 +72,8 @@ def step_text(options: Any) -> str:
 
 
 def parse_step(kind: str, text: str, index: int) -> tuple[str, str]:
-    """Validate one step typed on the page: ``(kind, canonical JSON of its options)``, or the
-    pipeline file's one-line :class:`~sdckit.errors.ConfigError`."""
+    """Validate one step typed on the page as YAML flow text: ``(kind, canonical JSON of its
+    options)``, or the pipeline file's one-line :class:`~sdckit.errors.ConfigError`."""
     if kind not in STEP_KINDS:
         raise ConfigError(f"{SOURCE}: steps[{index}]: {kind!r} is not a step; use one of {', '.join(STEP_KINDS)}.")
     try:
@@ -74,10 +84,27 @@ def parse_step(kind: str, text: str, index: int) -> tuple[str, str]:
             f"{SOURCE}: steps[{index}].{kind}: the options are not valid YAML ({first}); write them as in the "
             f"pipeline file, e.g. {STEP_TEMPLATES[kind]}."
         ) from None
-    if options is None:
-        options = {}
-    parse_config({"steps": [{kind: options}]}, source=SOURCE)  # the pipeline's own validation and messages
-    return kind, json.dumps(options, sort_keys=False)
+    return parse_step_options(kind, {} if options is None else options, index)
+
+
+def parse_step_options(kind: str, options: Any, index: int) -> tuple[str, str]:
+    """Validate one step's options (``{option: value}``, as the pipeline file holds them):
+    ``(kind, canonical JSON of the options)``, or the pipeline's one-line error, naming ``steps[index]``."""
+    if kind not in STEP_KINDS:
+        raise ConfigError(f"{SOURCE}: steps[{index}]: {kind!r} is not a step; use one of {', '.join(STEP_KINDS)}.")
+    try:
+        parse_config({"steps": [{kind: options}]}, source=SOURCE)  # the pipeline's own validation and messages
+    except ConfigError as err:
+        if index == 0:
+            raise
+        raise ConfigError(str(err).replace(f"{SOURCE}.steps[0]", f"{SOURCE}.steps[{index}]", 1)) from None
+    try:
+        return kind, json.dumps(options, sort_keys=False)
+    except (TypeError, ValueError):  # a value YAML reads but JSON cannot hold (a date)
+        raise ConfigError(
+            f"{SOURCE}: steps[{index}].{kind}: the options hold a value the page cannot keep "
+            f"({step_text(options)}); write dates and other values as text, in quotes."
+        ) from None
 
 
 @dataclass(frozen=True)

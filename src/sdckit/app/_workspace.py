@@ -93,7 +93,8 @@ class Workspace:
         self.plan_options: dict[str, str] = {}
         self.report_path: Path | None = None
         self.report_for: Workbench | None = None
-        self.draft: dict[str, str] = {}
+        self.draft: dict[str, Any] = {}
+        """A refused add or edit of a step as typed (``index`` None for the add form), shown again."""
         self.last_used = time.monotonic()
 
     # --- state ---------------------------------------------------------------------------------

@@ -68,6 +68,30 @@
     return body;
   }
 
+  // A step form: one input per option of its kind (the server renders them from the step registry;
+  // a <template id="fields-KIND"> per kind holds them empty), or the options as YAML text.
+  function swapFields(form, kind, example) {
+    const template = document.getElementById("fields-" + kind);
+    const old = form.querySelector(".step-fields");
+    if (template && old) {
+      const fresh = template.content.firstElementChild.cloneNode(true);
+      if (form.id === "add-step") {
+        for (const el of fresh.querySelectorAll("[name]")) el.id = "add-opt-" + el.name.slice(4);
+      }
+      fresh.hidden = old.hidden;
+      old.replaceWith(fresh);
+    }
+    const text = form.querySelector('textarea[name="options"]');
+    if (text) text.value = example;
+  }
+
+  function showYaml(form, on) {
+    const fields = form.querySelector(".step-fields");
+    const text = form.querySelector(".step-yaml");
+    if (fields) fields.hidden = on;
+    if (text) text.hidden = !on;
+  }
+
   panel.addEventListener("submit", function (event) {
     const form = event.target.closest("form[data-post]");
     if (!form) return;
@@ -84,9 +108,10 @@
 
   panel.addEventListener("change", function (event) {
     const el = event.target;
-    if (el.id === "add-kind") {
-      const option = el.options[el.selectedIndex];
-      document.getElementById("add-options").value = option.dataset.template || "";
+    if (el.classList.contains("step-kind")) {
+      swapFields(el.form, el.value, el.options[el.selectedIndex].dataset.template || "");
+    } else if (el.classList.contains("yaml-toggle")) {
+      showYaml(el.form, el.checked);
     } else if (el.id === "reproducible") {
       document.getElementById("seed").disabled = !el.checked;
     } else if (el.dataset.upload && el.files && el.files.length) {
