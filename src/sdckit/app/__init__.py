@@ -9,9 +9,11 @@ the released file (only within budget) and the HTML report.
 
 Every figure is the pipeline's own: each state is a :class:`~sdckit.pipeline.PipelineConfig` run by
 :func:`~sdckit.pipeline.run_pipeline` (the report built only on request) in a worker thread. Modules:
-:mod:`._session` (the state, its undo/redo history and its YAML), :mod:`._jobs` (worker threads
-with progress and cancel), :mod:`._figures` (what the page shows of a run), :mod:`._workspace` (one
-browser tab's session), :mod:`._server` (the routes), ``templates/`` and ``static/``.
+:mod:`._session` (the state, its undo/redo history and its YAML), :mod:`._forms` (the step forms,
+from the step registry), :mod:`._jobs` (worker threads with progress and cancel), :mod:`._figures`
+(what the page shows of a run), :mod:`._workspace` (one browser tab's session), :mod:`._server` (the
+routes), :mod:`._docs` (the docs' step options table, from the registry), ``templates/`` and
+``static/``.
 """
 
 from __future__ import annotations
