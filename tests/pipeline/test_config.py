@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from sdckit._checks import k_message
 from sdckit.errors import ConfigError
 from sdckit.pipeline import MicroaggregateStep, NoiseStep, SuppressStep, load_config, parse_config
 
@@ -178,3 +179,31 @@ def test_a_seed_is_an_explicit_choice() -> None:
         parse_config({"reproducible": True})
     cfg = parse_config({"seed": 3, "reproducible": True})
     assert (cfg.step_seed, cfg.to_dict()["seed"], cfg.to_dict()["reproducible"]) == (3, 3, True)
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ({"local_suppression": {"k": 1}}, "steps[0].local_suppression.k: 1: k-anonymity needs a group size k >= 2"),
+        ({"microaggregate": {"k": 0}}, "steps[0].microaggregate.k: 0: k-anonymity needs a group size k >= 2"),
+        ({"local_suppression": {"delta": 1}}, "steps[0].local_suppression.delta: must be < 1.0, got 1"),
+        ({"local_suppression": {"random_redaction": 1.5}}, "random_redaction: must be <= 1.0, got 1.5"),
+        ({"pram": {"pd": 2}}, "steps[0].pram.pd: must be <= 1.0, got 2"),
+        ({"pram": {"alpha": -0.1}}, "steps[0].pram.alpha: must be >= 0.0, got -0.1"),
+    ],
+)
+def test_step_options_out_of_range_are_refused_when_the_file_is_read(step: dict, message: str) -> None:
+    # the estimators' own rules (LocalSuppressor, PRAM, check_group_size), declared once on the step's fields
+    with pytest.raises(ConfigError) as err:
+        parse_config({"steps": [step]})
+    assert message in str(err.value)
+
+
+def test_every_k_has_the_one_k_message() -> None:
+    with pytest.raises(ConfigError) as top:
+        parse_config({"k": 1})
+    with pytest.raises(ConfigError) as step:
+        parse_config({"steps": [{"local_suppression": {"k": 1}}]})
+    one = k_message(1).replace("k=", "", 1)
+    assert str(top.value).endswith(one)
+    assert str(step.value).endswith(one)

@@ -30,9 +30,8 @@ from typing import Annotated, Any, ClassVar, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from sdckit._checks import k_message
 from sdckit.errors import ConfigError
-from sdckit.pipeline._fields import Columns, Flag, Strict, Text, near, split_columns
+from sdckit.pipeline._fields import Columns, Flag, GroupSize, Strict, Text, near, split_columns
 from sdckit.pipeline._steps import (
     STEPS,
     AnonymizeOptions,
@@ -266,7 +265,7 @@ class PipelineConfig(_Strict):
     """Columns whose values are categories even when they are numbers (``sex`` coded 1/2): never
     microaggregated or advised to be, left out of interval disclosure. Labelled columns of an SPSS,
     Stata or SAS file are categorical without being listed."""
-    k: Annotated[int, Field(strict=True, ge=2)] = 5
+    k: GroupSize = 5
     """Group size of k-anonymity for the risk figures, the plan and the release check."""
     budget: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 0.05
     """The largest share of users allowed in groups smaller than k (0..1), for the plan and the release."""
@@ -338,13 +337,6 @@ class PipelineConfig(_Strict):
                     f"{item!r} is not an experiment.{_near(str(item), EXPERIMENTS)}"
                 )
         return tuple(dict.fromkeys(items))
-
-    @field_validator("k", mode="before")
-    @classmethod
-    def _k_at_least_two(cls, v: Any) -> Any:
-        if isinstance(v, int) and not isinstance(v, bool) and v < 2:
-            raise ValueError(k_message(v).replace("k=", "", 1))
-        return v
 
     @field_validator("read", mode="before")
     @classmethod

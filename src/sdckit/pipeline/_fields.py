@@ -11,15 +11,32 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-__all__ = ["Columns", "Flag", "Number", "Strict", "Text", "Whole", "near", "split_columns"]
+from sdckit._checks import k_message
+
+__all__ = ["Columns", "Flag", "GroupSize", "Number", "OpenShare", "Share", "Strict", "Text", "Whole", "near", "split_columns"]
 
 Whole = Annotated[int, Field(strict=True)]
 Number = Annotated[float, Field(strict=True)]
 Flag = Annotated[bool, Field(strict=True)]
 Text = Annotated[str, Field(strict=True)]
 Columns = Annotated[tuple[Text, ...], Field(min_length=1)]
+
+
+def _k_at_least_two(value: Any) -> Any:
+    """A whole number below 2 gets the package's one k message (:func:`sdckit._checks.k_message`)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 2:
+        raise ValueError(k_message(value).replace("k=", "", 1))
+    return value
+
+
+GroupSize = Annotated[int, Field(strict=True), BeforeValidator(_k_at_least_two)]
+"""A k-anonymity target: a whole number of rows, at least 2 (refused when the file is read, with the one k message)."""
+Share = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
+"""A probability or a share, 0..1."""
+OpenShare = Annotated[float, Field(strict=True, gt=0.0, lt=1.0)]
+"""A probability strictly between 0 and 1."""
 
 
 def split_columns(value: Any) -> Any:

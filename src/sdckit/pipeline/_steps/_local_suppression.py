@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import field_validator
 
 from sdckit.anonymize import LocalSuppressor
-from sdckit.pipeline._fields import Columns, Number, Text, Whole, split_columns
+from sdckit.pipeline._fields import Columns, GroupSize, OpenShare, Share, Text, Whole, split_columns
 from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 from sdckit.pipeline._steps._base import StepContext, StepLog
@@ -24,7 +24,7 @@ class LocalSuppressionStep(AnonymizeOptions):
     estimator: ClassVar[type] = LocalSuppressor
     filled: ClassVar[tuple[str, ...]] = ("k", "columns", "random_state")
 
-    k: Whole | None = None
+    k: GroupSize | None = None
     """Group size every record must reach (default: the pipeline's ``k``)."""
     columns: Columns | None = None
     """The key variables (default: the pipeline's quasi-identifiers)."""
@@ -34,9 +34,9 @@ class LocalSuppressionStep(AnonymizeOptions):
     method: Literal["decoys", "sdcmicro"] = "decoys"
     """``decoys`` (suppressed cells hidden among random ones; runs where the rows live) or
     ``sdcmicro`` (sdcMicro's algorithm: a missing cell matches any value; in memory only)."""
-    random_redaction: Number | None = None
+    random_redaction: Share | None = None
     """(``sdcmicro`` only) probability (0..1) of redacting the other cells of a column that lost cells."""
-    delta: Number = 0.05
+    delta: OpenShare = 0.05
     """Failure probability (0..1) of the redaction allowance."""
 
     kind: Literal["local_suppression"] = "local_suppression"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer
-from sdckit.pipeline._fields import Columns, Flag, split_columns
+from sdckit.pipeline._fields import Columns, Flag, GroupSize, split_columns
 from sdckit.pipeline._steps._base import StepContext, StepLog
 from sdckit.pipeline._steps._base import check_columns_exist as _check
 from sdckit.pipeline._steps._numeric import NumericStep, Positivity, numeric_columns
@@ -89,7 +89,7 @@ class MicroaggregateStep(NumericStep):
 
     method: Literal["mdav", "mdav_blocked", "vmdav", "rank", "pca", "single"] = "mdav"
     """MDAV or one of its family (see ``sdckit.microagg``)."""
-    k: Annotated[int, Field(strict=True, ge=2)] = 3
+    k: GroupSize = 3
     """Smallest group size."""
     columns: Columns | None = None
     """Columns to microaggregate together (default: the pipeline's ``numeric`` columns)."""

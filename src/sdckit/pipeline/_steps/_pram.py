@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import field_validator
 
 from sdckit.anonymize import PRAM
-from sdckit.pipeline._fields import Columns, Number, split_columns
+from sdckit.pipeline._fields import Columns, Share, split_columns
 from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 
 __all__ = ["PramStep"]
@@ -23,14 +23,14 @@ class PramStep(AnonymizeOptions):
 
     columns: Columns | None = None
     """The categorical columns (default: every column, or those of ``matrix``)."""
-    pd: Number = 0.8
+    pd: Share = 0.8
     """``invariant``: the smallest probability (0..1) that a cell keeps its value; ``sdcmicro``: the
     lower end of sdcMicro's U(pd, 1) diagonal draws."""
     matrix: dict[str, Any] | None = None
     """User transition matrices ``{column: {from: {to: probability}}}``, instead of invariant ones."""
     method: Literal["invariant", "sdcmicro"] = "invariant"
     """``invariant`` (the expected frequencies are kept) or ``sdcmicro`` (sdcMicro's ``pram``)."""
-    alpha: Number = 0.5
+    alpha: Share = 0.5
     """sdcMicro's ``alpha`` (0..1), the weight of the invariant matrix against the identity (``sdcmicro`` only)."""
 
     kind: Literal["pram"] = "pram"
