@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from sdckit._io._optional import require
+from sdckit._io._survey import read_stat as read_survey
 from sdckit.errors import ParameterError, UnreadableInputError
 
 DEFAULT_NA: tuple[str, ...] = ("", "NA", "NaN")
@@ -119,8 +120,6 @@ def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str 
     code stays, as its text); ``"codes"``: its codes. Declared (user-)missing codes stay their code,
     Stata's extended missing values their text (``".a"``); only the system-missing value is missing.
     """
-    from sdckit._io._survey import read_stat as read_survey
-
     return read_survey(path, ending, encoding, labels)
 
 
