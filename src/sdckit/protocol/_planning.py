@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from sdckit._checks import group_size
 from sdckit.errors import InputError, ParameterError, SdcError
 from sdckit.protocol._spec import (
     MAX_RECODED_VALUES,
@@ -30,10 +29,6 @@ from sdckit.protocol._spec import (
     recoding_bytes,
 )
 from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
-from sdckit.risk import REDACTED as RISK_REDACTED
-from sdckit.risk import Marginals, joint_exposure_bound, statistical_exposure_bound
-from sdckit.risk._bounds._statistical_bound import _statistical_bound
-from sdckit.risk._counts._blocks import is_redacted
 
 if TYPE_CHECKING:
     from sdckit.anonymize import Hierarchy
@@ -246,8 +241,10 @@ def decide_plan(
         possible row (each column's longest value as sent) does not fit raises
         :class:`ParameterError` here, not when users send.
     """
-    # lazy: start-up time (loads scipy, sklearn)
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit._checks import group_size
     from sdckit.plan import plan_release
+    from sdckit.risk import Marginals
 
     k = group_size(k)
     if hierarchies:
@@ -402,6 +399,9 @@ def decide_plan(
 
 
 def _key_text(value: Any) -> str:
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk._counts._blocks import is_redacted
+
     return REDACTED_KEY if is_redacted(value) else str(value)
 
 
@@ -471,6 +471,9 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     or a claimed bound below the one ``spec.bound_method`` gives on the published counts (plus the
     decoy allowance of its redaction rules, or the statistical bound in that setting).
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk import Marginals, joint_exposure_bound
+
     what, cid = "plan", spec.id
     _floors(what, spec, plan.collection, plan.k, plan.budget, plan.bound)
     if plan.setting != spec.setting:
@@ -504,6 +507,9 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
         if not set(counts[c]) <= produced:
             _refuse(what, cid, f"column {c!r} counts values its recoding cannot produce")
     if plan.setting == "statistical":
+        # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+        from sdckit.risk._bounds._statistical_bound import _statistical_bound
+
         try:
             n_release, delta, candidates = int(ev["n_release"]), float(ev["delta"]), int(ev["candidates"])
         except (KeyError, TypeError, ValueError):
@@ -553,6 +559,9 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     published value is held by fewer than k users (it would be sent in clear) or a query's bound is
     below the recomputed one.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk import Marginals, joint_exposure_bound
+
     what, cid = "pair queries", spec.id
     _floors(what, spec, queries.collection, queries.k, queries.budget, queries.bound)
     if not queries.queries:
@@ -747,6 +756,9 @@ def check_row_fits(
 
 
 def _risk_key(key: str) -> object:
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk import REDACTED as RISK_REDACTED
+
     return RISK_REDACTED if key == REDACTED_KEY else key
 
 
@@ -764,6 +776,9 @@ def pair_marginals(
     :data:`sdckit.risk.REDACTED`, a cell aggregating unknown true cells. A table that does not
     count the same users as the single counts (a stray or missing message) is left out.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk import Marginals
+
     singles = {f: dict(c) for f, c in counts.items()}
     n = sum(next(iter(singles.values())).values()) if singles else 0
     blocks: dict[tuple[str, ...], dict[tuple[object, ...], int]] = {}
@@ -798,8 +813,9 @@ def choose_pairs(
     64 bytes that fits the longest pair of values of any query, redaction marker included) is the
     one length of every pair-round plaintext.
     """
-    # lazy: start-up time (loads scipy, sklearn)
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.plan import choose_pair_queries
+    from sdckit.risk import Marginals
 
     ok, _ = consistent_counts(counts)
     if len(ok) < 2:
@@ -864,6 +880,9 @@ def statistical_bound(
     anonymity notes §3, §2]). For one set of columns fixed in advance; :func:`statistical_plan`
     covers the set it chooses with a union bound.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
+    from sdckit.risk import statistical_exposure_bound
+
     if not columns:
         return 0.0
     return float(

@@ -41,7 +41,6 @@ from sdckit.report._release_check import alert, release_check_section, verdict
 from sdckit.report._release_risk import release_risk_section, warning_blocks
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
 from sdckit.report._spectral import spectral_section
-from sdckit.risk import Marginals, joint_exposure_bound
 
 if TYPE_CHECKING:
     from sdckit.pipeline._run import PipelineResult, StepLog
@@ -69,6 +68,9 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
     # lazy: start-up time
     import matplotlib.pyplot as plt
 
+    # lazy: start-up time (`import sdckit.report` stays light: the CLI's --json output uses it)
+    from sdckit.risk import joint_exposure_bound
+
     ks = np.unique(np.r_[np.geomspace(2, 100, 40).astype(int), plan.k])
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     every = 100 * np.asarray(joint_exposure_bound(marginals, k=ks, columns=list(all_columns)), dtype=float)
@@ -92,8 +94,9 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
 
 
 def _curator_section(frame: pl.DataFrame, qis: Sequence[str], plan: ReleasePlan) -> Section:
-    # lazy: start-up time (loads scipy, sklearn)
+    # lazy: start-up time (loads scipy, sklearn; sdckit.risk too, see _plan_figure)
     from sdckit.report._risk import plan_section
+    from sdckit.risk import Marginals
 
     section = plan_section(plan)
     section.title = EXPERIMENT + "what a curator behind a shuffler could release"
