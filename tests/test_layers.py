@@ -10,6 +10,8 @@ level or inside a function, not under ``TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,3 +212,96 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path: Path) ->
 
 def test_a_circle_is_found() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Imports inside functions (issue 33): each one says why it is not at the top of its module.
+# The reasons in use: an optional extra's package (``# lazy: the frames extra``), a heavy library
+# or a heavy part of sdckit kept off a light path (``# lazy: start-up time``), and the CLI's commands
+# (``# lazy: sdckit --help stays fast``).
+
+_UNREASONED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
+    {
+        # app/_server.py is being edited on another branch: its three move to the top there
+        ("sdckit/app/_server.py", "sdckit.report._release_check"),
+        ("sdckit/app/_server.py", "sdckit.app._figures"),
+        ("sdckit/app/_server.py", "json"),
+    }
+)
+
+
+def _comment_lines(source: str) -> set[int]:
+    lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            lines.add(tok.start[0])
+    return lines
+
+
+def _import_blocks(tree: ast.AST) -> Iterator[list[ast.Import | ast.ImportFrom]]:
+    """Runs of consecutive import statements in the bodies inside functions (each run once)."""
+    seen: set[int] = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            for field in ("body", "orelse", "finalbody"):
+                body = getattr(node, field, None)
+                if not isinstance(body, list):
+                    continue
+                run: list[ast.Import | ast.ImportFrom] = []
+                for stmt in [*body, None]:
+                    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                        run.append(stmt)
+                        continue
+                    if run and run[0].lineno not in seen:
+                        seen.add(run[0].lineno)
+                        yield run
+                    run = []
+
+
+def _unreasoned(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of the function-level imports of ``path`` without a reason: no comment on
+    their own lines, nor on the line right above the run of imports they belong to."""
+    source = path.read_text(encoding="utf-8")
+    comments = _comment_lines(source)
+    out: list[tuple[int, str]] = []
+    for run in _import_blocks(ast.parse(source)):
+        if run[0].lineno - 1 in comments:
+            continue
+        for stmt in run:
+            if not comments & set(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)):
+                target = stmt.names[0].name if isinstance(stmt, ast.Import) else "." * stmt.level + (stmt.module or "")
+                out.append((stmt.lineno, target))
+    return out
+
+
+def test_every_function_level_import_gives_its_reason() -> None:
+    bad: list[str] = []
+    for path in _modules().values():
+        rel = path.relative_to(SRC).as_posix()
+        for line, target in _unreasoned(path):
+            if (rel, target) not in _UNREASONED_ELSEWHERE:
+                bad.append(f"{_where(path, line)}: import of {target} inside a function, no reason given")
+    assert not bad, (
+        "move these imports to the top of the module, or say on the line above why they stay "
+        "(e.g. '# lazy: the frames extra', '# lazy: start-up time'):\n" + "\n".join(bad)
+    )
+
+
+def test_the_reason_check_reads_lines_and_blocks(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text(
+        "def a():\n"
+        "    # lazy: start-up time\n"
+        "    import scipy\n"
+        "\n"
+        "    from sdckit import risk\n"
+        "    x = 1\n"
+        "    import json\n"
+        "    import yaml  # lazy: reason\n"
+        "\n"
+        "def b():\n"
+        "    '# not a comment'\n"
+        "    import os\n"
+    )
+    assert _unreasoned(f) == [(7, "json"), (12, "os")]

@@ -28,6 +28,7 @@ _LAZY = {"datasets": "sdckit.datasets", "Data": "sdckit._io", "check_numeric": "
 def __getattr__(name: str) -> Any:
     """``__version__`` and the data layer (numpy, polars) on first use: ``sdckit --help`` needs neither."""
     if name == "__version__":
+        # lazy: start-up time (`import sdckit` stays light)
         from importlib import metadata
 
         try:

@@ -23,11 +23,13 @@ from typing import Any, Self
 
 import narwhals as nw
 import numpy as np
+import polars as pl
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_array
 from sklearn.utils.validation import _check_feature_names_in
 
+from sdckit._io import as_narwhals
 from sdckit.errors import (
     InputError,
     MissingValuesError,
@@ -74,6 +76,7 @@ def _differs(value: object, default: object) -> bool:
 
 def is_array_input(X: object) -> bool:
     """True for input without column names (numpy arrays, lists): read as columns x0, x1, ..."""
+    # lazy: start-up time
     import scipy.sparse as sp
 
     if sp.issparse(X):
@@ -93,8 +96,6 @@ def array_to_frame(X: Any, *, allow_nan: bool = False) -> Any:
     1-d input, sparse matrices, complex and text values raise a ``ValueError`` (an sdckit
     :class:`~sdckit.errors.InputError`); NaN (a missing cell) raises unless ``allow_nan``; inf raises.
     """
-    import polars as pl
-
     try:
         arr = check_array(X, dtype="numeric", ensure_all_finite=False, input_name="X")
     except TypeError as err:  # sparse input, or a value that is not a number (a dict, ...)
@@ -118,8 +119,6 @@ def array_to_frame(X: Any, *, allow_nan: bool = False) -> Any:
 
 def frame_columns(X: Any) -> list[str]:
     """Column names of a frame, a path or a mapping (lazy frames are not collected)."""
-    from sdckit._io import as_narwhals
-
     return [str(c) for c in as_narwhals(X).collect_schema().names()]
 
 
@@ -268,8 +267,6 @@ class Estimator(TransformerMixin, BaseEstimator):
 
 
 def _renamed_positionally(frame: Any, names: list[str]) -> Any:
-    from sdckit._io import as_narwhals
-
     nwf = as_narwhals(frame)
     old = nwf.collect_schema().names()
     return nwf.rename(dict(zip(old, names, strict=True))).to_native()

@@ -119,6 +119,7 @@ def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str 
     code stays, as its text); ``"codes"``: its codes. Declared (user-)missing codes stay their code,
     Stata's extended missing values their text (``".a"``); only the system-missing value is missing.
     """
+    # lazy: start-up time (`import sdckit.risk` stays lean; readers of SPSS/Stata/SAS files only)
     from sdckit._io._survey import read_stat as read_survey
 
     return read_survey(path, ending, encoding, labels)

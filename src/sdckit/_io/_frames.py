@@ -7,6 +7,7 @@ import gzip
 import io
 import os
 import warnings
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -71,8 +72,6 @@ def check_decompressed_size(
 
     Raises :class:`UnreadableInputError` (one line, with the fix) for a file over either limit.
     """
-    import zlib
-
     cap_bytes = MAX_DECOMPRESSED_BYTES if max_bytes is None else max_bytes
     ratio = MAX_DECOMPRESSION_RATIO if max_ratio is None else max_ratio
     on_disk = max(1, path.stat().st_size)

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from sdckit._io._formats import DEFAULT_NA, ReadOptions
 from sdckit._io._frames import DataSource, as_narwhals, check_columns, is_lazy, native_kind
+from sdckit._scale import collect_small
 from sdckit.errors import (
     EmptyTableError,
     MissingValuesError,
@@ -57,7 +58,6 @@ class Data:
         """Number of rows (forces a count on lazy frames)."""
         if isinstance(self.frame, nw.DataFrame):
             return len(self.frame)
-        from sdckit._scale import collect_small
 
         counted = collect_small(self.frame.select(nw.len()), what="the row count", limit=1)
         return int(counted.item(0, 0))
@@ -195,8 +195,6 @@ def check_numeric(
     data = source if isinstance(source, Data) else read_data(source, columns, missing=missing)
     frame = data.frame
     if isinstance(frame, nw.LazyFrame):
-        from sdckit._scale import collect_small
-
         frame = collect_small(frame, what="the numeric columns", limit=None)  # counted in driver_rows()
     names = list(data.columns)
     if len(frame) == 0:

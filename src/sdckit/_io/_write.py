@@ -87,6 +87,7 @@ def _write_as(frame: Any, p: Path, ending: str, labels: Any) -> None:
     elif ending == ".tsv":
         frame.write_csv(p, separator="\t")
     elif ending in (".sav", ".dta"):
+        # lazy: start-up time (loads polars)
         from sdckit._io._survey import write_survey
 
         write_survey(frame, p, ending, labels)

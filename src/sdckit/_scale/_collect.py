@@ -9,7 +9,9 @@ then tells the user before the rows arrive.
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import narwhals as nw
@@ -70,9 +72,6 @@ def collect_all(frame: Any, *, what: str, instead: str = "") -> nw.DataFrame[Any
 
 def _user_level() -> int:
     """``stacklevel`` of the first caller outside sdckit (the user's line), seen from collect_all."""
-    import sys
-    from pathlib import Path
-
     package = str(Path(__file__).resolve().parent.parent)
     frame = sys._getframe(1)
     level = 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
+import narwhals as nw
 import numpy as np
 from numpy.typing import NDArray
 
@@ -27,8 +30,6 @@ PandasFn = Callable[[Any], Any]
 
 
 def _native(X: Any) -> Any:
-    import narwhals as nw
-
     return X.to_native() if isinstance(X, (nw.DataFrame, nw.LazyFrame)) else X
 
 
@@ -54,9 +55,11 @@ def numeric_dtypes(X: Any, columns: Sequence[str]) -> dict[str, bool]:
     """Whether each column is numeric (or boolean), read off the schema (no pass over the rows)."""
     engine, df = _require(X)
     if engine == "dask":
+        # lazy: the frames extra
         import pandas as pd
 
         return {c: bool(pd.api.types.is_numeric_dtype(df.dtypes[c])) for c in columns}
+    # lazy: the scale extra
     from pyspark.sql.types import BooleanType, NumericType
 
     fields = {f.name: f.dataType for f in df.schema.fields}
@@ -91,6 +94,7 @@ def column_moments(
     merges them with Chan's formula ``M = M_a + M_b + d d^T n_a n_b / n``, ``d = mean_b - mean_a``.
     Missing cells are counted; the moments are those of the complete rows.
     """
+    # lazy: the frames extra
     import pandas as pd
 
     engine, df = _require(X)
@@ -106,6 +110,7 @@ def column_moments(
         rows = np.asarray(df[cols].map_partitions(part, meta=meta).compute().to_numpy(), dtype=np.float64)
         _DRIVER_ROWS[0] += rows.shape[0]
     else:
+        # lazy: the scale extra
         from pyspark.sql.types import DoubleType, StructField, StructType
 
         schema = StructType([StructField(c, DoubleType(), False) for c in names])
@@ -158,6 +163,7 @@ def _dask_meta(df: Any, floats: Sequence[str]) -> Any:
 
 
 def _spark_schema(df: Any, floats: Sequence[str]) -> Any:
+    # lazy: the scale extra
     from pyspark.sql.types import DoubleType, StructField, StructType
 
     return StructType(
@@ -172,6 +178,7 @@ def map_blocks(X: Any, keys: Sequence[str], fn: PandasFn, *, floats: Sequence[st
     ``fn`` per block; Spark: ``groupBy(*keys).applyInPandas``. ``floats`` are the columns ``fn``
     turns into float64 (their schema changes accordingly).
     """
+    # lazy: the frames extra
     import pandas as pd
 
     engine, df = _require(X)
@@ -216,6 +223,7 @@ def map_partitions(
     schema = _spark_schema(df, floats)
 
     def batches(it: Iterator[Any]) -> Iterator[Any]:
+        # lazy: the scale extra
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -232,9 +240,7 @@ def local_spark(app_name: str = "sdckit", *, cores: int = 2, **conf: str) -> Any
     For tests, benchmarks and trying things out; on a cluster, build the session as usual.
     ``conf`` adds Spark settings (underscores for dots: ``driver_memory="6g"``).
     """
-    import os
-    import sys
-
+    # lazy: the scale extra
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -49,6 +49,7 @@ def restore_kind(out: Any, X: object) -> Any:
     if kind == "polars LazyFrame":
         return out.lazy()
     if kind == "DuckDB relation":
+        # lazy: the frames extra
         import duckdb
 
         return duckdb.from_arrow(nw.from_native(out, eager_only=True).to_arrow())

@@ -18,6 +18,9 @@ routes), :mod:`._docs` (the docs' step options table, from the registry), ``temp
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -28,6 +31,7 @@ __all__ = ["create_app", "free_port", "serve"]
 
 def create_app(**kwargs: Any) -> FastAPI:
     """The workbench as an ASGI app (see :func:`sdckit.app._server.create_app`)."""
+    # lazy: the app extra (fastapi)
     from sdckit.app._server import create_app as _create
 
     return _create(**kwargs)
@@ -35,8 +39,6 @@ def create_app(**kwargs: Any) -> FastAPI:
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` now (the operating system's choice)."""
-    import socket
-
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -49,8 +51,7 @@ def serve(
 ) -> None:
     """Serve the workbench until interrupted. ``port=0`` takes a free one; ``on_ready(url)`` is
     called once the address is known (the CLI prints it and opens the browser)."""
-    import threading
-
+    # lazy: the app extra
     import uvicorn
 
     port = port or free_port(host)
@@ -62,8 +63,6 @@ def serve(
     url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/" + (f"?token={token}" if token else "")
     if on_ready is not None:
         def announce() -> None:
-            import time
-
             while not server.started and not server.should_exit:
                 time.sleep(0.05)
             if server.started:

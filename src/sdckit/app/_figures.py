@@ -8,6 +8,7 @@ row by row. Nothing is recomputed another way.
 
 from __future__ import annotations
 
+import io
 import math
 import threading
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import SdcError
+from sdckit.risk import individual_risk
 from sdckit.risk._measures._release import ReleaseMeasure
 
 __all__ = ["Figures", "cells_changed", "column_loss", "figures_of"]
@@ -73,8 +75,6 @@ def figures_of(
     measure: ReleaseMeasure, table: pl.DataFrame, *, weights: Sequence[str] = ()
 ) -> Figures:
     """The figures of ``table`` (the release as it goes out, or the input) measured as ``measure``."""
-    from sdckit.risk import individual_risk
-
     qis = [c for c in measure.quasi_identifiers if c in table.columns]
     weight = weights[0] if len(weights) == 1 and weights[0] in table.columns else None
     risk = None
@@ -101,13 +101,13 @@ _PLOT_LOCK = threading.Lock()  # pyplot keeps global state: one figure at a time
 
 def risk_histogram_svg(figures: Figures) -> str:
     """The report's histogram of individual risk (:func:`sdckit.report._risk.individual_risk_figure`) as SVG."""
-    import io
-
+    # lazy: start-up time (loads scipy, sklearn)
     from sdckit.report._risk import individual_risk_figure
 
     if figures.risk is None:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg>'
     with _PLOT_LOCK:
+        # lazy: start-up time
         import matplotlib.pyplot as plt
 
         fig = individual_risk_figure(figures.risk)
@@ -133,6 +133,7 @@ def cells_changed(before: pl.Series, after: pl.Series) -> int:
 def column_loss(original: pl.DataFrame, release: pl.DataFrame, masked: Sequence[str]) -> list[dict[str, Any]]:
     """Per released column: cells changed (count, share) and, for a masked numeric column, IL1s
     (mean absolute change in units of sqrt(2) sd, :func:`sdckit.microagg._utility.il1s`)."""
+    # lazy: start-up time (loads scipy, sklearn, numba)
     from sdckit.microagg._utility import il1s
 
     out: list[dict[str, Any]] = []

@@ -21,13 +21,22 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import ValidationError
 
+from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX
 from sdckit.app._figures import Figures, column_loss, figures_of
 from sdckit.app._jobs import Job
 from sdckit.app._session import SOURCE, History, Workbench, new_secret_seed, roles_of
 from sdckit.errors import ConfigError, SdcError
-from sdckit.pipeline._config import PipelineConfig, ReadSection
+from sdckit.pipeline import run_pipeline, write_outputs
+from sdckit.pipeline._config import PipelineConfig, ReadSection, _config_error
+from sdckit.pipeline._read import load_input as _load
+from sdckit.pipeline._resolve import resolve_roles as _resolve_roles
 from sdckit.pipeline._result import PipelineResult
+from sdckit.pipeline._roles import Roles
+from sdckit.plan import plan_release
+from sdckit.report._main import build_report
+from sdckit.risk import Marginals
 
 __all__ = ["Run", "Workspace"]
 
@@ -113,9 +122,6 @@ class Workspace:
     def load(self, source: str, read: dict[str, Any], *, name: str | None = None) -> None:
         """Read ``source`` (``adult`` or a path) with ``read_data`` and the pipeline's reading options,
         guess its roles as the pipeline does, and make it the state (steps cleared)."""
-        from sdckit.pipeline._read import load_input as _load
-        from sdckit.pipeline._resolve import resolve_roles as _resolve_roles
-
         source = source.strip() or "adult"
         read_items = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in read.items()))
         raw: dict[str, Any] = {"input": source}
@@ -124,10 +130,6 @@ class Workspace:
         try:
             probe = PipelineConfig.model_validate({**raw, "source": SOURCE})
         except Exception as err:  # pydantic's error, in the pipeline file's words
-            from pydantic import ValidationError
-
-            from sdckit.pipeline._config import _config_error
-
             if isinstance(err, ValidationError):
                 raise _config_error(err, SOURCE) from None
             raise
@@ -141,8 +143,6 @@ class Workspace:
         try:
             _, roles = _resolve_roles(probe, frame)
         except ConfigError as err:
-            from sdckit.pipeline._roles import Roles
-
             roles, guess_error = Roles(quasi_identifiers=()), str(err)
         self.glances[(source, read_items)] = _glance(frame, roles, guess_error)
         shown = name or ("UCI Adult (bundled)" if source == "adult" else Path(source).name)
@@ -166,8 +166,6 @@ class Workspace:
 
     def measure(self, state: Workbench, advance: Any) -> Run:
         """Run the pipeline for ``state`` (the report is built only on request) and collect the figures."""
-        from sdckit.pipeline import run_pipeline
-
         t0 = time.perf_counter()
         result = run_pipeline(self.config(state), advance=advance)
         assert result.input_measure is not None
@@ -227,11 +225,6 @@ class Workspace:
         share = _share(suppression)
 
         def work(advance: Any) -> Any:
-            from sdckit.pipeline._read import load_input as _load
-            from sdckit.pipeline._resolve import resolve_roles as _resolve_roles
-            from sdckit.plan import plan_release
-            from sdckit.risk import Marginals
-
             advance(description="Reading the data")
             frame, _, _ = _load(config)
             cfg, _ = _resolve_roles(config, frame)
@@ -261,8 +254,6 @@ class Workspace:
         out = self.dir / "report" / "report.html"
 
         def work(advance: Any) -> Path:
-            from sdckit.report._main import build_report
-
             advance(description="Building the report")
             html, _ = build_report(run.result, advance=advance).write(out)
             return html
@@ -304,8 +295,6 @@ class Workspace:
     def write_release(self) -> Path:
         """The released file of the state on screen, written by the pipeline's writer; refused (an
         error) when the release is over its budget, as ``sdckit run`` refuses."""
-        from sdckit.pipeline import write_outputs
-
         run = self.run_of()
         if run is None:
             raise ConfigError(f"{SOURCE}: the release is not measured yet; wait for the figures.")
@@ -329,8 +318,6 @@ class Workspace:
 
 def _hierarchies(text: str) -> dict[str, str]:
     """``adult`` (every built-in Adult hierarchy) or ``column=source, ...`` as ``{column: source}``."""
-    from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX
-
     out: dict[str, str] = {}
     for item in (p.strip() for p in text.split(",")):
         if not item:

@@ -104,6 +104,7 @@ class _LazyGroup(TyperGroup):
     ) -> Any:
         """As click's, except that a parsing error of a ``--json`` command line is printed as
         ``{"error": {...}}`` on stdout (same exit code, 2)."""
+        # lazy: sdckit --help stays fast
         import sys
 
         from sdckit.cli._common import json_requested, usage_error_as_json
@@ -143,6 +144,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        # lazy: sdckit --help stays fast
         from sdckit import __version__
 
         typer.echo(f"sdckit {__version__}")
@@ -161,6 +163,7 @@ def _root(
 def main() -> None:
     """Entry point of the ``sdckit`` script: an exception that is not an sdckit error (a bug) exits
     :attr:`ExitCode.INTERNAL_ERROR` with a short message, never a traceback (unless ``SDCKIT_DEBUG=1``)."""
+    # lazy: sdckit --help stays fast
     import sys
 
     try:
@@ -168,6 +171,7 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)  # the shell's code for Ctrl+C
     except Exception as err:
+        # lazy: sdckit --help stays fast
         from sdckit.errors import SdcError
 
         if isinstance(err, SdcError):  # raised outside a command's error handling (e.g. while loading it)

@@ -141,6 +141,7 @@ def usage_error_as_json(err: click.ClickException) -> None:
 def print_json(payload: Any) -> None:
     """Write ``payload`` as JSON to stdout (numpy values converted, NaN as null; dates, decimals and
     other scalars a table can hold, e.g. an example value in ``describe``, as their text)."""
+    # lazy: sdckit --help stays fast
     from sdckit.report import to_jsonable
 
     sys.stdout.write(json.dumps(to_jsonable(payload), indent=2, sort_keys=False, default=str) + "\n")
@@ -160,6 +161,7 @@ def parse_columns(value: str | None) -> list[str] | None:
 def k_option(value: int | None) -> int | None:
     """A ``--k`` callback: k >= 2, with the message every command and the pipeline give."""
     if value is not None and value < 2:
+        # lazy: sdckit --help stays fast
         from sdckit._checks import k_message
 
         raise typer.BadParameter(k_message(value).replace("k=", "", 1))
@@ -175,6 +177,7 @@ def check_suffix(path: Path, suffixes: Sequence[str], option: str) -> None:
 
 def check_plot_path(path: Path, *, inputs: Sequence[Path] = ()) -> None:
     """Refuse a ``--plot`` file of another type or over an input file; call it before the work."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import check_output_path
 
     check_suffix(path, PLOT_SUFFIXES, "--plot")
@@ -186,6 +189,7 @@ def check_command_outputs(
 ) -> None:
     """Before any work: every output of a command (``files``, and each HTML report with its JSON
     sidecar) resolved and checked against every input and each other (:func:`sdckit._io.check_outputs`)."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import check_outputs
     from sdckit.report import Report
 
@@ -199,10 +203,12 @@ def check_command_outputs(
 def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any = None) -> None:
     """Write a command's release; a ``.sav``/``.dta`` one gets the input file's labels and declared
     missing values, and each cell the command set to missing is declared as the suppression code."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import write_table
 
     labels = None
     if out.name.lower().endswith((".sav", ".dta")):
+        # lazy: sdckit --help stays fast
         from sdckit._io._survey import SurveyLabels, read_labels
 
         mode = getattr(read, "labels", "labels")
@@ -217,6 +223,7 @@ def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any 
 
 def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:
     """Save a matplotlib figure atomically (a temporary file renamed into place)."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import atomic_output
 
     with atomic_output(path) as temp:
@@ -233,9 +240,11 @@ def progress(
     with ``lines_when_piped``, one plain line per stage (``advance(description=...)``) with the
     time elapsed. With ``total=None`` it is a spinner.
     """
+    # lazy: sdckit --help stays fast
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     if not quiet and not stderr.is_terminal and lines_when_piped:
+        # lazy: sdckit --help stays fast
         import time
 
         start = time.perf_counter()
@@ -296,6 +305,7 @@ def reads_data(func: Callable[..., R]) -> Callable[..., R]:
     command receives them as one ``read`` keyword (a :class:`~sdckit._io.ReadOptions`).
 
     Put it under :func:`handles_errors` (a bad value is then one red line, exit 1)."""
+    # lazy: sdckit --help stays fast
     import inspect
 
     sig = inspect.signature(func)
@@ -307,6 +317,7 @@ def reads_data(func: Callable[..., R]) -> Callable[..., R]:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> R:
+        # lazy: sdckit --help stays fast
         from sdckit._io import ReadOptions
         from sdckit.errors import ParameterError
 
@@ -341,6 +352,7 @@ def _separator(value: str | None) -> str | None:
 def data_source(path: Path, read: Any) -> Any:
     """What a library function should read: the path itself when the reading options are the
     defaults (its name then shows in the output), else the file read with them (a polars frame)."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import ReadOptions, read_path
 
     return str(path) if read == ReadOptions() else read_path(path, read)
@@ -349,6 +361,7 @@ def data_source(path: Path, read: Any) -> Any:
 def read_table(path: Path, read: Any, *, drop_missing_in: Sequence[str] | None = None) -> tuple[Any, int]:
     """The file as a polars frame and the number of rows dropped: with ``drop_missing_in`` (a list,
     empty for all columns) the rows with a null or NaN there are left out and counted."""
+    # lazy: sdckit --help stays fast
     import polars as pl
 
     from sdckit._io import read_path
@@ -357,6 +370,7 @@ def read_table(path: Path, read: Any, *, drop_missing_in: Sequence[str] | None =
     if drop_missing_in is None:
         return frame, 0
     cols = list(drop_missing_in) or frame.columns
+    # lazy: sdckit --help stays fast
     import narwhals as nw
 
     from sdckit._io import check_columns
@@ -371,6 +385,7 @@ def read_table(path: Path, read: Any, *, drop_missing_in: Sequence[str] | None =
 
 def check_port_free(host: str, port: int) -> None:
     """Raise one clear error when ``host:port`` cannot be bound (in use, or not this machine's)."""
+    # lazy: sdckit --help stays fast
     import errno
     import socket
 

@@ -39,6 +39,7 @@ def internal_error(err: BaseException) -> int:
     """Print a short note about an unexpected exception (never its locals: they can hold
     microdata) and return :attr:`ExitCode.INTERNAL_ERROR`; the traceback only with ``SDCKIT_DEBUG=1``."""
     if os.environ.get("SDCKIT_DEBUG", "") not in ("", "0"):
+        # lazy: sdckit --help stays fast
         import traceback
 
         traceback.print_exception(err)

@@ -50,6 +50,7 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
 def hierarchy_options(values: list[str] | None, option: str = "--hierarchy") -> dict[str, str]:
     """``--hierarchy COLUMN=SOURCE`` (repeatable) as ``{column: source}``; the item ``adult`` stands
     for every built-in Adult hierarchy (``adult:COLUMN``)."""
+    # lazy: sdckit --help stays fast
     from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX
 
     out: dict[str, str] = {}
@@ -71,6 +72,7 @@ def _read_rules(value: str) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     try:
         if value.lower().endswith((".yaml", ".yml")):
+            # lazy: sdckit --help stays fast
             import yaml
 
             rules = yaml.safe_load(text)
@@ -138,6 +140,7 @@ def recode(
     """Global recoding: numbers into intervals, categories by a mapping or a hierarchy level."""
     if closed not in ("left", "right"):
         raise typer.BadParameter(f"{closed!r}; use left or right", param_hint="--closed")
+    # lazy: sdckit --help stays fast
     from sdckit.anonymize import GlobalRecoder
 
     spec: dict[str, Any] = _read_rules(rules) if rules else {}
@@ -202,6 +205,7 @@ def suppress(
     By default with decoys: every released row is identical, suppressed cells included, to at least
     k - 1 others. With --method sdcmicro a missing cell matches any value (sdcMicro's localSuppression).
     """
+    # lazy: sdckit --help stays fast
     from sdckit.anonymize import LocalSuppressor
 
     keys = parse_columns(columns)
@@ -268,6 +272,7 @@ def pram(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """PRAM: redraw each value from its row of an invariant (or given) transition matrix."""
+    # lazy: sdckit --help stays fast
     from sdckit.anonymize import PRAM
 
     cols = parse_columns(columns)

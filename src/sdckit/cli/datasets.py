@@ -46,6 +46,7 @@ def export(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Write a bundled data set to a file, e.g. ``sdckit datasets export adult adult.csv``."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import check_output_path, write_table
     from sdckit.datasets import load_adult
 

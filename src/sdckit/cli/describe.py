@@ -33,6 +33,7 @@ def describe(
     read: Any = None,  # filled by @reads_data
 ) -> None:
     """Rows, columns, types, number of distinct values and missing values per column."""
+    # lazy: sdckit --help stays fast
     from sdckit.report._overview import describe_data
 
     summary = describe_data(data_source(data, read), parse_columns(columns))

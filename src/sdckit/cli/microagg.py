@@ -81,6 +81,7 @@ def microaggregate(
         raise typer.BadParameter(f"{utility!r}; use none, basic or full", param_hint="--utility")
     if missing not in ("error", "drop"):
         raise typer.BadParameter(f"{missing!r}; use error or drop", param_hint="--missing")
+    # lazy: sdckit --help stays fast
     from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer, utility_table
 
     check_command_outputs(files=[out], inputs=[data])  # before the work; never over the input file

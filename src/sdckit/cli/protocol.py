@@ -49,6 +49,7 @@ def keygen(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Generate an HPKE key pair for a shuffler, curator or analyst."""
+    # lazy: sdckit --help stays fast
     from sdckit.protocol import generate_key_file
     from sdckit.protocol._crypto import check_suite
 
@@ -81,6 +82,7 @@ def serve(
     ),
 ) -> None:
     """Run one service in the foreground (Ctrl-C stops it)."""
+    # lazy: sdckit --help stays fast
     from sdckit.protocol.services import ROLES, load_config
     from sdckit.protocol.services import serve as run
 
@@ -159,6 +161,7 @@ def simulate(
 ) -> None:
     """Run the rounds (singles, optionally pairs, release) on loopback with three real services and
     verify the release."""
+    # lazy: sdckit --help stays fast
     from sdckit.cli.anonymize import hierarchy_options
     from sdckit.protocol import simulate as run
 

@@ -66,6 +66,7 @@ def report(
     input's role columns as they are and the experiments on the input (curator plan,
     microaggregation, private PCA) all run. Piped, one progress line per stage goes to stderr.
     """
+    # lazy: sdckit --help stays fast
     from sdckit.pipeline import PipelineConfig, load_config, run_pipeline
     from sdckit.pipeline._config import EXPERIMENTS
     from sdckit.report._main import build_report
@@ -78,6 +79,7 @@ def report(
         overrides["name"] = f"Report on the input: {data.name if data is not None else 'UCI Adult'} (no masking)"
     if data is not None:
         overrides["input"] = str(data)
+    # lazy: sdckit --help stays fast
     from sdckit._io import ReadOptions
 
     if read is not None and read != ReadOptions():  # the options given override the file's read section
@@ -93,6 +95,7 @@ def report(
     if seed is not None:
         overrides["reproducible"] = True
     cfg = cfg.replace(**overrides)
+    # lazy: sdckit --help stays fast
     from sdckit.cli._common import check_command_outputs
 
     check_command_outputs(reports=[output], inputs=[data, config, cfg.input if not cfg.uses_adult else None])
@@ -118,6 +121,7 @@ def report(
 
 
 def _print_roles(result: object) -> None:
+    # lazy: sdckit --help stays fast
     from sdckit.pipeline import PipelineResult
 
     assert isinstance(result, PipelineResult)
@@ -136,6 +140,7 @@ def _print_roles(result: object) -> None:
 
 
 def _print_verdict(result: object) -> None:
+    # lazy: sdckit --help stays fast
     from sdckit.pipeline import PipelineResult
     from sdckit.report._release_check import verdict
 
@@ -172,6 +177,7 @@ def run(
     safe with what would fix it, writes no data file, and exits 3 (refused), unless the pipeline sets
     ``allow_over_budget: true`` (then the file is written and the summary says so in red).
     """
+    # lazy: sdckit --help stays fast
     from sdckit.pipeline import check_pipeline_outputs, load_config, run_pipeline, write_outputs
     from sdckit.report._main import build_report
 
@@ -227,6 +233,7 @@ def run(
 
 def _run_distributed(cfg: Any, as_json: bool) -> None:
     """``engine: dask`` or ``spark``: the steps where the rows live, the release written as Parquet part files."""
+    # lazy: sdckit --help stays fast
     from sdckit.pipeline import run_distributed, write_distributed
 
     with progress(f"Running {cfg.name} on {cfg.engine}", total=2, quiet=as_json, lines_when_piped=True) as advance:

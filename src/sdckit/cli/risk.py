@@ -75,6 +75,7 @@ def _pct(x: float) -> str:
 
 
 def _write_report(path: Path, section: Any, inputs: dict[str, Any], parameters: dict[str, Any]) -> None:
+    # lazy: sdckit --help stays fast
     from sdckit.report import Report
 
     rep = Report("sdckit risk report", inputs=inputs, parameters=parameters)
@@ -116,6 +117,7 @@ def risk(
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports;
     individual and global risk; with --sensitive l-diversity; with --suda SUDA2."""
+    # lazy: sdckit --help stays fast
     from sdckit.risk import individual_risk, l_diversity, risk_summary, suda2
 
     if k is not None and t is not None:
@@ -141,11 +143,13 @@ def risk(
         sd = suda2(table, cols or [], missing=policy) if suda else None
         step()
     if plot is not None:
+        # lazy: sdckit --help stays fast
         from sdckit.report._risk import exposure_figure
 
         fig = exposure_figure(summary)
         save_figure(fig, plot, bbox_inches="tight")
     if report is not None:
+        # lazy: sdckit --help stays fast
         from sdckit.report._risk import risk_review_section
 
         section = risk_review_section(
@@ -243,6 +247,7 @@ def _print_measures(summary: Any, ir: Any, ld: Any, sd: Any) -> None:
 
 
 def _read_marginals(path: Path) -> Any:
+    # lazy: sdckit --help stays fast
     from sdckit.risk import Marginals
 
     if not path.exists():
@@ -267,6 +272,7 @@ def _with_pairs(
 ) -> tuple[Any, dict[str, Any]]:
     """The marginals with pair (and triple) tables counted on the data: ``all`` pairs in full, or
     what a curator receives asking safely (:func:`sdckit.plan.received_marginals`)."""
+    # lazy: sdckit --help stays fast
     import itertools
 
     from sdckit.plan import received_marginals
@@ -316,6 +322,7 @@ def _guessed_quasi_identifiers(
     """No --columns: guessed quasi-identifiers only (never targets, weights or IDs); each guess is said on stderr.
 
     A ``--categorical`` column, and a labelled column of an SPSS/Stata/SAS file, is judged as a category."""
+    # lazy: sdckit --help stays fast
     from sdckit._io import read_path
     from sdckit._io._survey import read_labels
     from sdckit.pipeline._roles import guess_roles
@@ -424,6 +431,7 @@ def plan(
     With --hierarchy the planner searches recoding levels per column (from the marginals, or with
     DATA on the counted table itself), and with --suppression it suppresses what recoding leaves.
     """
+    # lazy: sdckit --help stays fast
     from sdckit.cli.anonymize import hierarchy_options
     from sdckit.plan import plan_release
     from sdckit.risk import Marginals
@@ -515,6 +523,7 @@ def plan(
             **lattice_kw,
         )
     if out is not None:  # the planned release: the planned columns only (no ID, weight or other column rides along)
+        # lazy: sdckit --help stays fast
         import polars as pl
 
         from sdckit._io import write_table
@@ -526,6 +535,7 @@ def plan(
         write_table(released.select([c for c in result.columns if c in released.columns]) if result.columns
                     else pl.DataFrame(), out)
     if report is not None:
+        # lazy: sdckit --help stays fast
         from sdckit.report._risk import plan_section
 
         _write_report(

@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _model(c: float, r: float, s: float) -> Any:
+    # lazy: sdckit --help stays fast
     from sdckit.spectral import SpikedModel
 
     return SpikedModel(c, r, s)
@@ -140,9 +141,11 @@ def curve(
 
 
 def _write_curve_plot(m: Any, p: int, path: Path) -> None:
+    # lazy: sdckit --help stays fast
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: sdckit --help stays fast
     import matplotlib.pyplot as plt
 
     from sdckit.spectral._plots import plot_privacy_utility, plot_separation
@@ -188,6 +191,7 @@ def design(
     read: Any = None,  # filled by @reads_data
 ) -> None:
     """Recommend the noise variance t for a leakage budget, an MMSE floor, or a separation target."""
+    # lazy: sdckit --help stays fast
     from sdckit.spectral import design_noise, design_noise_from_data
 
     if old_epsilon is not None:
@@ -234,6 +238,7 @@ def support_cmd(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Support of the limit spectrum for any discrete population law: components, gaps, atom at 0."""
+    # lazy: sdckit --help stays fast
     from sdckit.spectral import support
 
     sup = support(c, _floats(taus, "--taus"), _floats(weights, "--weights") if weights else None)
@@ -271,6 +276,7 @@ def simulate(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Monte Carlo of the empirical gap lambda_k - lambda_{k+1} against the limit U(t)."""
+    # lazy: sdckit --help stays fast
     from sdckit.spectral import simulate_gap
 
     sim = simulate_gap(_model(c, r, s), t, p, reps=reps, distribution=distribution, seed=seed)  # type: ignore[arg-type]
@@ -298,6 +304,7 @@ def noise(
     read: Any = None,  # filled by @reads_data
 ) -> None:
     """Add local noise of variance t to each answer (the private-PCA mechanism) and write the result."""
+    # lazy: sdckit --help stays fast
     from sdckit.spectral import AdditiveNoise
 
     check_suffix(out, (".parquet", ".csv", ".csv.gz", ".tsv", ".jsonl"), "--out")

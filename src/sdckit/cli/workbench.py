@@ -30,6 +30,7 @@ def workbench(
     The server runs on this machine only (loopback) unless --host says otherwise, and then only with
     --token; the data never leaves the machine. Stop it with Ctrl+C.
     """
+    # lazy: sdckit --help stays fast
     from sdckit.errors import ParameterError
 
     loopback = host in ("127.0.0.1", "localhost", "::1")
@@ -38,11 +39,13 @@ def workbench(
             f"--host {host} makes the workbench (and the data in it) reachable from other machines; give a secret "
             "with --token (e.g. --token $(python -c 'import secrets; print(secrets.token_urlsafe())')), or leave --host out."
         )
+    # lazy: sdckit --help stays fast
     from sdckit._io._optional import require
 
     for module in ("fastapi", "uvicorn"):
         require(module, extra="app", what="sdckit app")
     if port:
+        # lazy: sdckit --help stays fast
         from sdckit.cli._common import check_port_free
 
         check_port_free(host, port)
@@ -50,13 +53,16 @@ def workbench(
     options: dict[str, Any] = {}
     if data is not None:
         if not data.exists() and str(data).lower() != "adult":
+            # lazy: sdckit --help stays fast
             from sdckit.errors import FileNotFoundInputError
 
             raise FileNotFoundInputError(str(data))
         initial = str(data)
+        # lazy: sdckit --help stays fast
         from sdckit._io import ReadOptions
 
         if read is not None and read != ReadOptions():
+            # lazy: sdckit --help stays fast
             from sdckit.app._workspace import read_options
 
             options = read_options({"separator": read.separator, "encoding": read.encoding, "decimal": read.decimal,
@@ -68,10 +74,12 @@ def workbench(
         else:
             stdout.print(f"sdckit app: [bold]{url}[/]  (Ctrl+C stops it; the data stays on this machine)", highlight=False)
         if not no_browser:
+            # lazy: sdckit --help stays fast
             import webbrowser
 
             webbrowser.open(url)
 
+    # lazy: sdckit --help stays fast
     from sdckit.app import serve
 
     serve(initial=initial, read=options, host=host, port=port, token=token, on_ready=ready)

@@ -28,12 +28,14 @@ import narwhals as nw
 import numpy as np
 import polars as pl
 
-from sdckit._scale import engine_of
+from sdckit._io._optional import require
+from sdckit._scale import engine_of, local_spark
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._outputs import RELEASE_MARKER, check_release_directory, is_release_directory
 from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import STEPS, StepContext, StepLog
+from sdckit.risk import measure_lazy_release
 
 __all__ = ["DistributedResult", "WrittenRelease", "measure_parquet", "run_distributed", "write_distributed"]
 
@@ -95,7 +97,6 @@ def _read(config: PipelineConfig, engine: str) -> Any:
             "files) or CSV; convert the file, or leave engine out to read it in memory."
         )
     parts = config.partitions
-    from sdckit._io._optional import require
 
     if engine == "dask":
         dd = require("dask.dataframe", extra="scale", what="engine: dask")
@@ -103,7 +104,6 @@ def _read(config: PipelineConfig, engine: str) -> Any:
         return df.repartition(npartitions=parts) if parts else df
     if engine == "spark":
         SparkSession = require("pyspark.sql", extra="scale", what="engine: spark").SparkSession
-        from sdckit._scale import local_spark
 
         spark = SparkSession.getActiveSession() or local_spark("sdckit-pipeline")
         reader = spark.read
@@ -160,6 +160,7 @@ def _shuffle(data: Any, engine: str, seed: int) -> Any:
         from pyspark.sql import functions as F  # noqa: N812 - the usual name
 
         return data.withColumn(_KEY, F.rand(seed)).orderBy(_KEY).drop(_KEY)
+    # lazy: the frames extra
     import pandas as pd
 
     names = list(data.columns)
@@ -224,10 +225,12 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
 def _scan(path: Path, engine: str) -> Any:
     """The written release read back lazily by ``engine`` (its workers read the part files)."""
     if engine == "dask":
+        # lazy: the scale extra
         import dask.dataframe as dd
 
         return dd.read_parquet(str(path))
     if engine == "spark":
+        # lazy: the scale extra
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession()
@@ -252,8 +255,6 @@ def measure_parquet(
     ``population_exposure_at_k`` and ``expected_reidentifications``; with sensitive columns,
     ``l_diversity`` (per column the fewest distinct values in a group of identical rows).
     """
-    from sdckit.risk import measure_lazy_release
-
     m = measure_lazy_release(
         _scan(Path(path), engine), quasi_identifiers, k=k, budget=budget, weights=weight,
         sensitive=sensitive, missing_semantics=missing_semantics,

@@ -19,7 +19,7 @@ from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
 from sdckit.protocol._planning import verify_pairs, verify_plan
 from sdckit.protocol._signing import verify_document, verify_key_from_text
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import encode_value, pack_batch
 from sdckit.protocol.parties import User
 
@@ -147,7 +147,6 @@ class Client:
         if r.status_code == 404 and kind in ("plan", "pairs"):  # not published yet
             return None
         if r.status_code == 409 and kind in ("plan", "pairs"):  # the shuffler refused to relay it
-            from sdckit.protocol._spec import PlanRefusedError
 
             try:
                 detail = r.json().get("detail", r.text)

@@ -27,6 +27,7 @@ verifier must hold the VOPRF key: tokens are privately verifiable, issuer and ve
 from __future__ import annotations
 
 import base64
+import hashlib
 import hmac
 import secrets
 from collections.abc import Mapping
@@ -97,8 +98,6 @@ class Credential:
     @property
     def id(self) -> bytes:
         """What the shuffler stores to spend it: a hash of the nonce (never the output)."""
-        import hashlib
-
         return hashlib.sha256(b"sdckit/spent/v1|" + self.nonce).digest()
 
 

@@ -7,6 +7,7 @@ the outcome as the public plan.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from collections import Counter
@@ -14,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from sdckit.errors import ParameterError
+from sdckit.errors import InputError, ParameterError, SdcError
 from sdckit.protocol._spec import (
     MAX_RECODED_VALUES,
     MAX_RECODING_BYTES,
     CollectionSpec,
     PairQueries,
     PairQuery,
+    PlanRefusedError,
     PublishedPlan,
     Redaction,
     Setting,
@@ -154,8 +156,6 @@ def robust_counts(
     >>> dict(adjusted["a"]), dict(adjusted["b"]), moved
     ({'1': 2, '2': 1}, {'1': 2, '{"redacted":true}': 1}, 2)
     """
-    import heapq
-
     totals = {f: sum(int(x) for x in c.values()) for f, c in counts.items()}
     n = int(n_users) if n_users is not None else round(sum(totals.values()) / max(1, len(totals)))
     out: dict[str, Counter[str]] = {}
@@ -241,6 +241,7 @@ def decide_plan(
         possible row (each column's longest value as sent) does not fit raises
         :class:`ParameterError` here, not when users send.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit._checks import group_size
     from sdckit.plan import plan_release
     from sdckit.risk import Marginals
@@ -398,6 +399,7 @@ def decide_plan(
 
 
 def _key_text(value: Any) -> str:
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk._counts._blocks import is_redacted
 
     return REDACTED_KEY if is_redacted(value) else str(value)
@@ -440,8 +442,6 @@ _TOLERANCE = 1e-9
 
 
 def _refuse(what: str, collection: str, why: str) -> None:
-    from sdckit.protocol._spec import PlanRefusedError
-
     raise PlanRefusedError(f"the {what} of {collection!r} is refused: {why}; nothing is sent for it")
 
 
@@ -471,7 +471,7 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     or a claimed bound below the one ``spec.bound_method`` gives on the published counts (plus the
     decoy allowance of its redaction rules, or the statistical bound in that setting).
     """
-    from sdckit.errors import SdcError
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk import Marginals, joint_exposure_bound
 
     what, cid = "plan", spec.id
@@ -507,6 +507,7 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
         if not set(counts[c]) <= produced:
             _refuse(what, cid, f"column {c!r} counts values its recoding cannot produce")
     if plan.setting == "statistical":
+        # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
         from sdckit.risk._bounds._statistical_bound import _statistical_bound
 
         try:
@@ -558,7 +559,7 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     published value is held by fewer than k users (it would be sent in clear) or a query's bound is
     below the recomputed one.
     """
-    from sdckit.errors import SdcError
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk import Marginals, joint_exposure_bound
 
     what, cid = "pair queries", spec.id
@@ -645,9 +646,9 @@ def key_hierarchy(hierarchy: Any, column: str, keys: Sequence[str]) -> Hierarchy
     >>> h.table["39"], h.table["17.0"]
     (('"[35, 40)"', '"[30, 40)"', '"[20, 40)"', '"*"'), ('"[15, 20)"', '"[10, 20)"', '"[0, 20)"', '"*"'))
     """
+    # lazy: start-up time (loads scipy, sklearn)
     from sdckit.anonymize import Hierarchy
     from sdckit.anonymize._hierarchy import as_hierarchy
-    from sdckit.errors import InputError
 
     if len(keys) > MAX_RECODED_VALUES:
         raise ParameterError(
@@ -685,6 +686,7 @@ def _recoding_plan(
     pair_fields: Mapping[str, object],
 ) -> PublishedPlan:
     """The lattice plan on the round-1 counts (and pair blocks), as a published plan."""
+    # lazy: start-up time (loads scipy, sklearn)
     from sdckit.plan import plan_release
 
     keyed = {c: key_hierarchy(h, c, list(counts[c])) for c, h in hierarchies.items()}
@@ -754,6 +756,7 @@ def check_row_fits(
 
 
 def _risk_key(key: str) -> object:
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk import REDACTED as RISK_REDACTED
 
     return RISK_REDACTED if key == REDACTED_KEY else key
@@ -773,7 +776,7 @@ def pair_marginals(
     :data:`sdckit.risk.REDACTED`, a cell aggregating unknown true cells. A table that does not
     count the same users as the single counts (a stray or missing message) is left out.
     """
-    from sdckit.errors import InputError
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk import Marginals
 
     singles = {f: dict(c) for f, c in counts.items()}
@@ -810,6 +813,7 @@ def choose_pairs(
     64 bytes that fits the longest pair of values of any query, redaction marker included) is the
     one length of every pair-round plaintext.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.plan import choose_pair_queries
     from sdckit.risk import Marginals
 
@@ -876,6 +880,7 @@ def statistical_bound(
     anonymity notes §3, §2]). For one set of columns fixed in advance; :func:`statistical_plan`
     covers the set it chooses with a union bound.
     """
+    # lazy: start-up time (`import sdckit.protocol`, on users' devices, does not load sdckit.risk)
     from sdckit.risk import statistical_exposure_bound
 
     if not columns:
@@ -904,6 +909,7 @@ def statistical_plan(
     so the chosen set's bound holds with probability >= 1 - delta although it was chosen after
     seeing the counts. Returns (columns, bound, method label, reasons for the excluded columns).
     """
+    # lazy: start-up time (loads scipy, sklearn)
     from sdckit.plan import plan_release
 
     plan = plan_release(

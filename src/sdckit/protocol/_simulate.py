@@ -384,6 +384,7 @@ def simulate(
         and the release is verified against the input recoded by the plan
         (:meth:`PublishedPlan.generalise`). The default round-2 pad also fits every label.
     """
+    # lazy: the protocol extra's services (fastapi, uvicorn)
     from sdckit.protocol.services._launch import LocalDeployment
 
     cols = list(columns)
@@ -648,6 +649,7 @@ def _hierarchy_tables(
 ) -> dict[str, dict[str, list[str]]]:
     """Each hierarchy as the table the curator service takes, ``{value: [labels]}`` (it reads no
     file a request names)."""
+    # lazy: start-up time (loads scipy, sklearn)
     from sdckit.anonymize._hierarchy import as_hierarchy
 
     unknown = sorted(set(hierarchies or {}) - set(columns))

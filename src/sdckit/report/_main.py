@@ -36,7 +36,11 @@ import polars as pl
 
 from sdckit._io import check_numeric
 from sdckit.report._fmt import pct as _pct
+from sdckit.report._overview import overview_section
+from sdckit.report._release_check import alert, release_check_section, verdict
+from sdckit.report._release_risk import release_risk_section, warning_blocks
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
+from sdckit.report._spectral import spectral_section
 
 if TYPE_CHECKING:
     from sdckit.pipeline._run import PipelineResult, StepLog
@@ -57,11 +61,14 @@ Advance = Callable[..., None]
 
 def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[str]) -> Any:
     """Bound from marginals against k, for every quasi-identifier and for the planned columns."""
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
+    # lazy: start-up time (`import sdckit.report` stays light: the CLI's --json output uses it)
     from sdckit.risk import joint_exposure_bound
 
     ks = np.unique(np.r_[np.geomspace(2, 100, 40).astype(int), plan.k])
@@ -87,6 +94,7 @@ def _plan_figure(marginals: Marginals, plan: ReleasePlan, all_columns: Sequence[
 
 
 def _curator_section(frame: pl.DataFrame, qis: Sequence[str], plan: ReleasePlan) -> Section:
+    # lazy: start-up time (loads scipy, sklearn; sdckit.risk too, see _plan_figure)
     from sdckit.report._risk import plan_section
     from sdckit.risk import Marginals
 
@@ -126,9 +134,6 @@ def _release_section(steps: Sequence[StepLog]) -> Section:
 
 
 def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Section:
-    from sdckit.report._release_check import alert, verdict
-    from sdckit.report._release_risk import warning_blocks
-
     plan, config = result.plan, result.config
     qis = list(config.quasi_identifiers or ())
     release, before = result.release_measure, result.input_measure
@@ -215,6 +220,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
 
 def _experiment_columns(result: PipelineResult) -> tuple[list[str], str]:
     """The numeric columns the microaggregation and private-PCA experiments use, and a note when capped."""
+    # lazy: start-up time (loads scipy, sklearn, numba)
     from sdckit.pipeline._config import EXPERIMENT_MAX_COLUMNS
 
     numeric = list(result.config.numeric or ())
@@ -242,13 +248,10 @@ def build_report(
     :func:`sdckit.pipeline.write_outputs` writes: it measures the file again first, and writes
     nothing when the figures differ).
     """
+    # lazy: start-up time (loads scipy, sklearn, numba)
     from sdckit.pipeline._config import MicroaggregateStep, NoiseStep
     from sdckit.report._microagg import microagg_section
-    from sdckit.report._overview import overview_section
-    from sdckit.report._release_check import release_check_section
-    from sdckit.report._release_risk import release_risk_section
     from sdckit.report._risk import risk_review_section
-    from sdckit.report._spectral import spectral_section
 
     config = result.config
     frame = result.input_frame
@@ -333,6 +336,7 @@ def build_report(
                 )
             )
     if config.simulate_protocol:
+        # lazy: the protocol extra
         from sdckit.protocol import simulate
         from sdckit.report._protocol import protocol_section
 

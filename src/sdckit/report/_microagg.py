@@ -82,9 +82,11 @@ def microagg_section(
     for name in tables:  # the table's IL on all rows, not the sample
         tables[name] = UtilityTable(**{**tables[name].to_dict(), "information_loss_pct": il[name]})
 
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 3.2))

@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sdckit.report._fmt import pct
+from sdckit.report._release_check import alert
 from sdckit.report._report import Block, Section, figure, metrics, paragraph, table
 
 if TYPE_CHECKING:
@@ -33,11 +36,12 @@ def pram_matrices(steps: Sequence[StepLog]) -> dict[str, Any]:
 
 
 def _histogram_figure(before: Mapping[str, Any], after: Mapping[str, Any]) -> Any:
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    # lazy: start-up time
     import matplotlib.pyplot as plt
-    import numpy as np
 
     labels = [row["interval"] for row in after["histogram"]]
     x = np.arange(len(labels))
@@ -179,6 +183,4 @@ def release_risk_section(
 
 def warning_blocks(warnings: Sequence[str]) -> list[Block]:
     """The Summary's warnings, one paragraph each (empty when none)."""
-    from sdckit.report._release_check import alert
-
     return [alert(f"Warning: {w}.") for w in warnings]

@@ -96,6 +96,7 @@ def metrics(items: Mapping[str, Any] | Sequence[tuple[str, Any, str]]) -> Block:
 
 def figure(fig: Any, *, caption: str = "", alt: str = "") -> Block:
     """Inline a matplotlib figure as SVG (no external resources) and close it."""
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()

@@ -91,9 +91,11 @@ def exposure_figure(
     """Matplotlib figure: exposure against k (x axis): the truth, the single-column bound, the pair
     bound (with ``data``, see :func:`exposure_against_k`) and the lower bound; y in percent of users,
     an upper bound at the top reads "no guarantee"; the legend sits below the axes."""
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
     c = curves if curves is not None else exposure_against_k(summary, data, budget=budget, missing=missing)
@@ -294,9 +296,11 @@ def plan_section(plan: ReleasePlan) -> Section:
 
 def individual_risk_figure(ir: IndividualRisk) -> Any:
     """Matplotlib figure: histogram of the per-record risk r_i (records per risk interval, log count)."""
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
     bins = ir.histogram()

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from sdckit.errors import InputError, SdcError
 from sdckit.report._report import Section, figure, metrics, paragraph, table
 
 TW1_99 = 2.02
@@ -97,12 +98,13 @@ def spectral_section(
     against t and against the leakage (both from :func:`design_noise` with the fitted floor, so the
     two plots show the same point).
     """
+    # lazy: start-up time
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: start-up time (loads scipy, sklearn, numba)
     import matplotlib.pyplot as plt
 
-    from sdckit.errors import SdcError
     from sdckit.spectral import SpikedFit, design_noise, draw_noise, fit_spiked
 
     x = np.asarray(X, dtype=float)
@@ -242,7 +244,7 @@ def _leakage_at(s: float, floor: float, k: int, p: int, t: float) -> float:
 
 def _bound_line(lam: NDArray[np.float64], t: float, z: NDArray[np.float64], noisy: NDArray[np.float64]) -> str:
     """Which leakage bound applies to these (not necessarily Gaussian) columns, with the k-NN estimate."""
-    from sdckit.errors import InputError
+    # lazy: start-up time (loads scipy, sklearn, numba)
     from sdckit.spectral import estimate_leakage, leakage_bound
 
     b = leakage_bound(lam, t, noise="gaussian", data_law="any")
@@ -265,6 +267,7 @@ def _gap_share_plot(
     x: Any, share: Any, label: str, line: tuple[float, str], dot: tuple[float, float, str], xlabel: str, title: str
 ) -> Any:
     """One of the two 'share of the gap kept' plots: the curve, the dashed t* line, the design's dot."""
+    # lazy: start-up time
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.6), layout="constrained")

@@ -12,6 +12,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,6 +26,7 @@ from starlette.requests import ClientDisconnect
 from sdckit import __version__
 from sdckit.errors import InfeasibleError, MalformedMessageError, ParameterError, SdcError
 from sdckit.protocol._crypto import PrivateKey
+from sdckit.protocol._keyfile import read_private_key, read_signing_key
 from sdckit.protocol._signing import sign_document
 from sdckit.protocol._spec import check_collection_id
 from sdckit.protocol._wire import unpack_batch
@@ -170,8 +172,6 @@ def role_parts(
 ) -> tuple[PrivateKey, Any, StoreT, logging.Logger, EventCounter]:
     """What every service opens at start: its HPKE key, its Ed25519 signing key, its store
     (``<data_dir>/<role>.sqlite3``), its log and the log's event counter."""
-    from sdckit.protocol._keyfile import read_private_key, read_signing_key
-
     key, signing = read_private_key(cfg.key_file), read_signing_key(cfg.key_file)
     store = store_cls(Path(cfg.data_dir) / f"{cfg.role}.sqlite3", synchronous=cfg.sqlite_synchronous)
     log = make_logger(cfg)
@@ -207,8 +207,6 @@ def receiver_app(
     """The app of a receiving role (curator, analyst). It serves devices nothing: every route but
     ``/healthz`` needs the relay or the admin token, and a request that carries neither is counted
     (``GET /admin/v1/requests``), so a test can show that no device ever reached it."""
-    from contextlib import asynccontextmanager
-
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
         log.info("%s started", role)
@@ -301,6 +299,7 @@ def timed_h11_protocol(header_timeout: float, idle_timeout: float) -> type:
     """uvicorn's h11 protocol with two timeouts it lacks: a connection that takes longer than
     ``header_timeout`` to send a request's head, or stays silent for ``idle_timeout`` in the middle
     of a request body, is closed (a slow-header or slow-body client cannot hold a connection)."""
+    # lazy: the protocol extra
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class TimedH11Protocol(H11Protocol):
@@ -343,6 +342,7 @@ def timed_h11_protocol(header_timeout: float, idle_timeout: float) -> type:
 def run_server(app: FastAPI, cfg: ServiceConfig) -> None:
     """Run ``app`` in the foreground (uvicorn with h11, heads bounded to 16 KiB, head and idle
     timeouts; access log off: it would link senders to times)."""
+    # lazy: the protocol extra
     import uvicorn
 
     uvicorn.run(

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from sdckit.errors import ConfigError
+from sdckit.protocol.services._launch import free_port
 
 
 def find_initdb() -> Path | None:
@@ -49,8 +50,6 @@ class TempPostgres:
         subprocess.run([*self._as, *args], check=True, capture_output=True, timeout=120)
 
     def start(self) -> str:
-        from sdckit.protocol.services._launch import free_port
-
         port = free_port()
         self._run(
             str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sdckit._io._optional import require
 from sdckit.errors import ConfigError
 from sdckit.protocol.services._store import ShufflerStore
 
@@ -59,8 +60,6 @@ class PostgresShufflerStore(ShufflerStore):
     pool methods are inherited unchanged and run on the replica's SQLite file ``path``."""
 
     def __init__(self, path: str | Path, *, url: str, synchronous: str = "NORMAL", max_size: int = 8) -> None:
-        from sdckit._io._optional import require
-
         psycopg = require("psycopg", extra="protocol", what="store: postgresql://...")
         ConnectionPool = require("psycopg_pool", extra="protocol", what="store: postgresql://...").ConnectionPool
         super().__init__(path, synchronous=synchronous)

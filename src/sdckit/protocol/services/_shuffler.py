@@ -28,7 +28,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from sdckit.errors import MalformedMessageError, SdcError
+from sdckit.errors import ConfigError, MalformedMessageError, SdcError
 from sdckit.protocol._client import NODELAY
 from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
@@ -41,6 +41,7 @@ from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
     BATCH_MEDIA,
     EventCounter,
+    base_app,
     bearer,
     check_id,
     check_round,
@@ -345,21 +346,15 @@ def _enrolment_seed(cfg: ServiceConfig) -> bytes:
         Path(cfg.data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
         write_new_file(path, secrets.token_bytes(32), 0o600)
     if path.stat().st_mode & 0o077:
-        from sdckit.errors import ConfigError
-
         raise ConfigError(f"{str(path)!r} is readable by group or others; run `chmod 600 {path}`")
     seed = path.read_bytes()
     if len(seed) != 32:
-        from sdckit.errors import ConfigError
-
         raise ConfigError(f"{str(path)!r} does not hold a 32-byte seed; remove it to start afresh")
     return seed
 
 
 def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI:
     """The shuffler service (see the module docstring)."""
-    from sdckit.protocol.services._common import base_app
-
     key, signing, store, log, events = role_parts(cfg, partial(open_shuffler_store, url=cfg.store))
     owners = {
         "curator": verify_key_from_text(cfg.curator_verify_key),

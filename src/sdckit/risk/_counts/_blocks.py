@@ -286,6 +286,7 @@ types: Any = None
 
 
 def _numba_names() -> dict[str, Any]:
+    # lazy: start-up time
     import numba  # lazy: start-up time
     from numba.typed import List
 
