@@ -219,15 +219,6 @@ def test_a_circle_is_found() -> None:
 # or a heavy part of sdckit kept off a light path (``# lazy: start-up time``), and the CLI's commands
 # (``# lazy: sdckit --help stays fast``).
 
-_UNREASONED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
-    {
-        # app/_server.py is being edited on another branch: its three move to the top there
-        ("sdckit/app/_server.py", "sdckit.report._release_check"),
-        ("sdckit/app/_server.py", "sdckit.app._figures"),
-        ("sdckit/app/_server.py", "json"),
-    }
-)
-
 
 def _comment_lines(source: str) -> set[int]:
     lines: set[int] = set()
@@ -278,10 +269,8 @@ def _unreasoned(path: Path) -> list[tuple[int, str]]:
 def test_every_function_level_import_gives_its_reason() -> None:
     bad: list[str] = []
     for path in _modules().values():
-        rel = path.relative_to(SRC).as_posix()
         for line, target in _unreasoned(path):
-            if (rel, target) not in _UNREASONED_ELSEWHERE:
-                bad.append(f"{_where(path, line)}: import of {target} inside a function, no reason given")
+            bad.append(f"{_where(path, line)}: import of {target} inside a function, no reason given")
     assert not bad, (
         "move these imports to the top of the module, or say on the line above why they stay "
         "(e.g. '# lazy: the frames extra', '# lazy: start-up time'):\n" + "\n".join(bad)

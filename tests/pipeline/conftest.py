@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 
 from sdckit.pipeline import PipelineResult, StepContext, load_config, run_pipeline, write_outputs
+from sdckit.plan import plan_release
 from sdckit.report import build_report
-from sdckit.risk import Marginals, plan_release
+from sdckit.risk import Marginals
 
 QUASI_IDENTIFIERS = ("age", "sex", "race", "native-country")
 NUMERIC = ("capital-gain", "capital-loss", "hours-per-week")

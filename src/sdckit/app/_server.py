@@ -13,6 +13,7 @@ panel re-rendered; a re-measure runs in a worker thread and the page polls ``/st
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +33,7 @@ from fastapi.responses import (
 )
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from sdckit.app._figures import risk_histogram_svg
 from sdckit.app._forms import (
     field_values,
     help_html,
@@ -44,6 +46,7 @@ from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles,
 from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
 from sdckit.pipeline._config import STEP_KINDS
+from sdckit.report._release_check import verdict
 
 __all__ = ["create_app"]
 
@@ -108,7 +111,6 @@ def create_app(
         return ws
 
     def panel(ws: Workspace) -> str:
-        from sdckit.report._release_check import verdict
 
         state = ws.state
         run = ws.run_of()
@@ -209,7 +211,6 @@ def create_app(
     @app.get("/s/{sid}/plot/{which}.svg")
     def plot(sid: str, which: str, request: Request) -> Response:
         """The report's histogram of individual risk, of the input or of the release on screen."""
-        from sdckit.app._figures import risk_histogram_svg
 
         ws = session(sid, request)
         run = ws.run_of()
@@ -351,7 +352,6 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
     elif action == "apply_plan":
         if ws.plan is None or ws.plan_for != state:
             raise ConfigError("the workbench: no plan for the state on screen; ask the planner first.")
-        import json
 
         added = [(kind, json.dumps(opts)) for kind, opts in plan_steps(ws.plan, _hierarchies(ws.plan_options.get("hierarchies", "")), state.k)]
         if not added:

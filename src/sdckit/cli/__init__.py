@@ -16,6 +16,7 @@ an option); 3 refused: the release is over its budget (the report is written, th
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -105,8 +106,6 @@ class _LazyGroup(TyperGroup):
         """As click's, except that a parsing error of a ``--json`` command line is printed as
         ``{"error": {...}}`` on stdout (same exit code, 2)."""
         # lazy: sdckit --help stays fast
-        import sys
-
         from sdckit.cli._common import json_requested, usage_error_as_json
 
         argv = list(sys.argv[1:] if args is None else args)
@@ -163,9 +162,6 @@ def _root(
 def main() -> None:
     """Entry point of the ``sdckit`` script: an exception that is not an sdckit error (a bug) exits
     :attr:`ExitCode.INTERNAL_ERROR` with a short message, never a traceback (unless ``SDCKIT_DEBUG=1``)."""
-    # lazy: sdckit --help stays fast
-    import sys
-
     try:
         app()
     except KeyboardInterrupt:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import inspect
 import json
 import re
+import socket
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -244,9 +248,6 @@ def progress(
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     if not quiet and not stderr.is_terminal and lines_when_piped:
-        # lazy: sdckit --help stays fast
-        import time
-
         start = time.perf_counter()
         stderr.print(f"{description}: started", markup=False, highlight=False, soft_wrap=True)
 
@@ -305,9 +306,6 @@ def reads_data(func: Callable[..., R]) -> Callable[..., R]:
     command receives them as one ``read`` keyword (a :class:`~sdckit._io.ReadOptions`).
 
     Put it under :func:`handles_errors` (a bad value is then one red line, exit 1)."""
-    # lazy: sdckit --help stays fast
-    import inspect
-
     sig = inspect.signature(func)
     kept = [p for p in sig.parameters.values() if p.name != "read"]
     extra = [
@@ -386,9 +384,6 @@ def read_table(path: Path, read: Any, *, drop_missing_in: Sequence[str] | None =
 def check_port_free(host: str, port: int) -> None:
     """Raise one clear error when ``host:port`` cannot be bound (in use, or not this machine's)."""
     # lazy: sdckit --help stays fast
-    import errno
-    import socket
-
     from sdckit.errors import ParameterError
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -273,8 +274,6 @@ def _with_pairs(
     """The marginals with pair (and triple) tables counted on the data: ``all`` pairs in full, or
     what a curator receives asking safely (:func:`sdckit.plan.received_marginals`)."""
     # lazy: sdckit --help stays fast
-    import itertools
-
     from sdckit.plan import received_marginals
     from sdckit.risk import Marginals
 
