@@ -239,7 +239,7 @@ def test_bad_input_shows_the_error_and_the_session_goes_on(server: str, browser:
     assert "Did you mean 'age'" in _error(page)
     assert page.locator("li.step").count() == 0  # the failed change was not kept
     _add_step(page, "local_suppression", "{k: 0}")  # a wrong parameter
-    assert "steps[0].local_suppression: k=0: k-anonymity needs a group size k >= 2" in _error(page)
+    assert "steps[0].local_suppression.k: 0: k-anonymity needs a group size k >= 2" in _error(page)
     assert page.locator("li.step").count() == 0
     _add_step(page, "microaggregate", "{method: mdavv}")
     assert "mdavv" in _error(page)
