@@ -33,6 +33,7 @@ from sdckit._scale import engine_of, local_spark
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._outputs import RELEASE_MARKER, check_release_directory, is_release_directory
+from sdckit.pipeline._resolve import declared_roles
 from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import STEPS, StepContext, StepLog
 from sdckit.risk import measure_lazy_release
@@ -135,15 +136,7 @@ def _roles(config: PipelineConfig, columns: Sequence[str]) -> Roles:
             f"{config.source}: quasi_identifiers: name the columns an attacker may know (on a distributed frame they "
             "are not guessed: guessing reads every column's values), e.g. quasi_identifiers: [age, sex, region]."
         )
-    roles = Roles(
-        quasi_identifiers=tuple(config.quasi_identifiers),
-        numeric=tuple(config.numeric or ()),
-        sensitive=tuple(config.sensitive or ()),
-        weight=tuple(config.weight or ()),
-        identifiers=tuple(config.identifiers or ()),
-        keep=tuple(config.keep or ()),
-        categorical=tuple(config.categorical or ()),
-    )
+    roles = declared_roles(config)
     for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical"):
         for c in getattr(config, key) or ():
             if c not in columns:

@@ -31,6 +31,19 @@ def _categorical(config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabe
     return tuple(c for c in frame.columns if c in declared | labelled)
 
 
+def declared_roles(config: PipelineConfig) -> Roles:
+    """The roles exactly as ``config`` declares them (nothing guessed, nothing checked against data)."""
+    return Roles(
+        quasi_identifiers=tuple(config.quasi_identifiers or ()),
+        numeric=tuple(config.numeric or ()),
+        sensitive=tuple(config.sensitive or ()),
+        weight=tuple(config.weight or ()),
+        identifiers=tuple(config.identifiers or ()),
+        keep=tuple(config.keep or ()),
+        categorical=tuple(config.categorical or ()),
+    )
+
+
 def resolve_roles(
     config: PipelineConfig, frame: pl.DataFrame, labels: SurveyLabels | None = None
 ) -> tuple[PipelineConfig, Roles]:
@@ -53,14 +66,7 @@ def resolve_roles(
             ),
         )
     elif config.quasi_identifiers:
-        roles = Roles(
-            quasi_identifiers=tuple(config.quasi_identifiers),
-            numeric=tuple(config.numeric or ()),
-            sensitive=tuple(config.sensitive or ()),
-            weight=tuple(config.weight or ()),
-            identifiers=tuple(config.identifiers or ()),
-            keep=tuple(config.keep or ()),
-        )
+        roles = declared_roles(config)
     else:
         declared = (*(config.numeric or ()), *(config.keep or ()))
         guess = guess_roles(

@@ -7,7 +7,7 @@ step.
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Union
 
 from pydantic import Field
 
@@ -44,34 +44,23 @@ __all__ = [
     "merge_small_strata",
 ]
 
-STEPS: dict[str, type[Step]] = {
-    cls.model_fields["kind"].default: cls
-    for cls in (
-        MicroaggregateStep,
-        NoiseStep,
-        RankSwapStep,
-        CorrelatedNoiseStep,
-        SuppressStep,
-        RecodeStep,
-        TopCodeStep,
-        LocalSuppressionStep,
-        PramStep,
-    )
-}
+_REGISTERED: tuple[type[Step], ...] = (
+    MicroaggregateStep,
+    NoiseStep,
+    RankSwapStep,
+    CorrelatedNoiseStep,
+    SuppressStep,
+    RecodeStep,
+    TopCodeStep,
+    LocalSuppressionStep,
+    PramStep,
+)
+
+STEPS: dict[str, type[Step]] = {cls.model_fields["kind"].default: cls for cls in _REGISTERED}
 """Every step kind (its YAML key) and its class, in the order the docs list them."""
 
-AnyStep = Annotated[
-    Union[  # noqa: UP007 - a Union of the registry's classes, built at import
-        MicroaggregateStep,
-        NoiseStep,
-        RankSwapStep,
-        CorrelatedNoiseStep,
-        SuppressStep,
-        RecodeStep,
-        TopCodeStep,
-        LocalSuppressionStep,
-        PramStep,
-    ],
-    Field(discriminator="kind"),
-]
+if TYPE_CHECKING:  # a type checker sees a step; pydantic, the union of the registry's classes
+    AnyStep = Step
+else:
+    AnyStep = Annotated[Union[_REGISTERED], Field(discriminator="kind")]  # noqa: UP007 - built from a tuple
 """Any registered step, told apart by its ``kind`` (pydantic's discriminated union; the JSON schema)."""
