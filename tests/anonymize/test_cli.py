@@ -115,3 +115,35 @@ def test_plan_with_hierarchies_and_suppression(tmp_path: Path) -> None:
     assert share == plan["exposure"]
     r = runner.invoke(app, ["plan", "--from-marginals", str(src), "--suppression", "0.1"])
     assert r.exit_code == 2
+
+
+def _row_keys(frame: pl.DataFrame) -> list[tuple[object, ...]]:
+    return [tuple(r) for r in frame.select(["age", "income", "expend"]).iter_rows()]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["suppress", "-c", KEYS, "--k", "3"],
+        ["recode", "--breaks", "age=20,40,60"],
+        ["pram", "-c", "roof", "--pd", "0.9"],
+    ],
+    ids=["suppress", "recode", "pram"],
+)
+def test_written_rows_are_shuffled_unless_keep_order(tmp_path: Path, args: list[str]) -> None:
+    # the unmasked columns (income, expend) identify each input row: the output's order is compared
+    # with the input's through them, independently of the command
+    source = pl.read_csv(DATA)
+    out, kept = tmp_path / "shuffled.csv", tmp_path / "kept.csv"
+    r = runner.invoke(app, [args[0], str(DATA), *args[1:], "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "rows shuffled" in " ".join(r.output.split())
+    released = pl.read_csv(out)
+    assert sorted(a[1:] for a in _row_keys(released)) == sorted(b[1:] for b in _row_keys(source))  # the same rows
+    same_place = sum(a[1:] == b[1:] for a, b in zip(_row_keys(released), _row_keys(source), strict=True))
+    # a random permutation of n rows leaves about one row in place; the input order leaves all of them
+    assert same_place < 0.05 * source.height
+    r = runner.invoke(app, [args[0], str(DATA), *args[1:], "--out", str(kept), "--keep-order", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["rows_shuffled"] is False
+    assert [a[1:] for a in _row_keys(pl.read_csv(kept))] == [b[1:] for b in _row_keys(source)]

@@ -39,6 +39,11 @@ DATA_HELP = (  # rich markup: the backslash keeps "[formats]" from being read as
 
 PLOT_SUFFIXES = (".svg", ".png", ".pdf")
 
+KEEP_ORDER_HELP = (
+    "Write the rows in the input's order. By default they are shuffled (OS entropy): rows kept in input "
+    "order link every released row to its input row by position."
+)
+
 
 def _cli_words(message: str) -> str:
     """A library message in the words of the command line: ``decimal=','`` -> ``--decimal ','``,
@@ -204,9 +209,32 @@ def check_command_outputs(
     check_outputs(outs, inputs, make_folders=True)  # a missing folder is created (if its parent is writable)
 
 
-def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any = None) -> None:
-    """Write a command's release; a ``.sav``/``.dta`` one gets the input file's labels and declared
-    missing values, and each cell the command set to missing is declared as the suppression code."""
+def shuffle_rows(frame: Any, *, keep_order: bool = False, seed: int | None = None) -> tuple[Any, Any]:
+    """``(rows in random order, the order)``: released row i is input row ``order[i]``. OS entropy
+    unless ``seed`` (a reproduction); ``keep_order`` returns the frame as it is and ``None``."""
+    if keep_order or frame.height < 2:
+        return frame, None
+    # lazy: sdckit --help stays fast
+    import numpy as np
+
+    order = np.random.default_rng(seed).permutation(frame.height)
+    return frame[order], order
+
+
+def order_note(keep_order: bool) -> str:
+    """What the output says about the order of its rows."""
+    if keep_order:
+        return "rows in the input's order (--keep-order): anyone holding the input links them by position"
+    return "rows shuffled (OS entropy; --keep-order to keep the input's order)"
+
+
+def write_release(
+    release: Any, out: Path, *, data: Path, frame: Any, read: Any = None, keep_order: bool = False,
+    seed: int | None = None,
+) -> bool:
+    """Write a command's release, its rows shuffled unless ``keep_order`` (returns True when shuffled);
+    a ``.sav``/``.dta`` one gets the input file's labels and declared missing values, and each cell
+    the command set to missing is declared as the suppression code."""
     # lazy: sdckit --help stays fast
     from sdckit._io import write_table
 
@@ -222,7 +250,11 @@ def write_release(release: Any, out: Path, *, data: Path, frame: Any, read: Any 
                 c: release[c].is_null().to_numpy() & ~frame[c].is_null().to_numpy()
                 for c in release.columns if c in frame.columns
             })
+    release, order = shuffle_rows(release, keep_order=keep_order, seed=seed)
+    if labels is not None and order is not None:
+        labels = labels.with_suppressed({c: m[order] for c, m in labels.suppressed.items()})
     write_table(release, out, labels=labels)
+    return order is not None
 
 
 def save_figure(fig: Any, path: Path, **kwargs: Any) -> None:

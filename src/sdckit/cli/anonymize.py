@@ -12,8 +12,10 @@ from rich.table import Table
 from sdckit._io import check_output_path, check_outputs, read_path
 from sdckit.cli._common import (
     JSON_HELP,
+    KEEP_ORDER_HELP,
     handles_errors,
     k_option,
+    order_note,
     parse_columns,
     print_json,
     progress,
@@ -97,16 +99,19 @@ def _changes_table(changes: dict[str, dict[str, int]], title: str) -> Table:
 
 
 def _finish(
-    payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str, *, data: Path, frame: Any
+    payload: dict[str, Any], release: Any, out: Path | None, as_json: bool, title: str, *, data: Path, frame: Any,
+    keep_order: bool = False, seed: int | None = None,
 ) -> None:
+    """Write the release (rows shuffled unless ``keep_order``; the seed of a reproduction shuffles
+    it too) and print what was done."""
     if out is not None:
-        write_release(release, out, data=data, frame=frame)
+        payload["rows_shuffled"] = write_release(release, out, data=data, frame=frame, keep_order=keep_order, seed=seed)
     if as_json:
         print_json(payload)
         return
     stdout.print(_changes_table(payload["changes"], title))
     if out is not None:
-        stdout.print(f"release written to {out}")
+        stdout.print(f"release written to {out}; {order_note(keep_order)}")
 
 
 @handles_errors
@@ -135,6 +140,7 @@ def recode(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
     ),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Global recoding: numbers into intervals, categories by a mapping or a hierarchy level."""
@@ -173,7 +179,8 @@ def recode(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: global recoding", data=data, frame=frame)
+    _finish(payload, release, out, as_json, f"{data.name}: global recoding", data=data, frame=frame,
+            keep_order=keep_order)
 
 
 @handles_errors
@@ -198,6 +205,7 @@ def suppress(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
     ),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Local suppression: key cells set to missing so every record is k-anonymous.
@@ -254,7 +262,7 @@ def suppress(
             stdout.print(
                 f"exposure allowance of the redaction (missing read as a value): {100 * model.redaction_allowance_:.4g}%"
             )
-    _finish(payload, release, out, as_json, "cells per key", data=data, frame=frame)
+    _finish(payload, release, out, as_json, "cells per key", data=data, frame=frame, keep_order=keep_order, seed=seed)
 
 
 @handles_errors
@@ -269,6 +277,7 @@ def pram(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write the release here (.parquet, .csv, ...)."
     ),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """PRAM: redraw each value from its row of an invariant (or given) transition matrix."""
@@ -293,4 +302,5 @@ def pram(
         "changes": model.changes_,
         "out": str(out) if out else None,
     }
-    _finish(payload, release, out, as_json, f"{data.name}: PRAM", data=data, frame=frame)
+    _finish(payload, release, out, as_json, f"{data.name}: PRAM", data=data, frame=frame, keep_order=keep_order,
+            seed=seed)

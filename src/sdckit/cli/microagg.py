@@ -10,9 +10,11 @@ from rich.table import Table
 
 from sdckit.cli._common import (
     JSON_HELP,
+    KEEP_ORDER_HELP,
     check_command_outputs,
     handles_errors,
     k_option,
+    order_note,
     parse_columns,
     print_json,
     progress,
@@ -70,6 +72,7 @@ def microaggregate(
         help="Release even when a linear relation (e.g. TOTAL = A + B) ties the masked columns to columns "
         "left unchanged, which undoes the masking.",
     ),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Microaggregate numeric columns (groups of >= k records) and print the utility table."""
@@ -107,8 +110,9 @@ def microaggregate(
             if utility != "none"
             else None
         )
+    shuffled = False
     if out is not None:
-        write_release(release, out, data=data, frame=frame, read=read)
+        shuffled = write_release(release, out, data=data, frame=frame, read=read, keep_order=keep_order)
     payload = {
         "source": data.name,
         "columns": names,
@@ -123,6 +127,7 @@ def microaggregate(
         "positivity_stats": stats.to_dict() if stats is not None else None,
         "utility": table.to_dict() if table is not None else None,
         "out": str(out) if out is not None else None,
+        "rows_shuffled": shuffled,
     }
     if as_json:
         print_json(payload)
@@ -147,4 +152,4 @@ def microaggregate(
         if table.propensity_terms:
             stdout.print(table.propensity_note, highlight=False)
     if out is not None:
-        stdout.print(f"release written to {out}")
+        stdout.print(f"release written to {out}; {order_note(keep_order)}")

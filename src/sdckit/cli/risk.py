@@ -14,17 +14,20 @@ from rich.table import Table
 
 from sdckit.cli._common import (
     JSON_HELP,
+    KEEP_ORDER_HELP,
     check_command_outputs,
     check_plot_path,
     data_source,
     handles_errors,
     k_option,
+    order_note,
     parse_columns,
     print_json,
     progress,
     read_table,
     reads_data,
     save_figure,
+    shuffle_rows,
     stderr,
     stdout,
 )
@@ -412,6 +415,7 @@ def plan(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="With DATA: write the planned release (recoded, suppressed) here."
     ),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     pairs: str | None = typer.Option(
         None,
         "--pairs",
@@ -531,8 +535,8 @@ def plan(
             assert data is not None
             frame = read_table(data, read)[0]
         released = result.apply(frame)
-        write_table(released.select([c for c in result.columns if c in released.columns]) if result.columns
-                    else pl.DataFrame(), out)
+        write_table(shuffle_rows(released.select([c for c in result.columns if c in released.columns]),
+                                 keep_order=keep_order)[0] if result.columns else pl.DataFrame(), out)
     if report is not None:
         # lazy: sdckit --help stays fast
         from sdckit.report._risk import plan_section
@@ -584,7 +588,7 @@ def plan(
             )
         )
     if out is not None:
-        stdout.print(f"release written to {out}: the {len(result.columns)} planned column(s) only")
+        stdout.print(f"release written to {out}: the {len(result.columns)} planned column(s) only; {order_note(keep_order)}")
     if result.excluded:
         tbl = Table("excluded column", "why")
         for c, why in result.excluded.items():

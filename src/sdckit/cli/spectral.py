@@ -12,16 +12,19 @@ from rich.table import Table
 from sdckit._io import check_output_path, write_table
 from sdckit.cli._common import (
     JSON_HELP,
+    KEEP_ORDER_HELP,
     check_plot_path,
     check_suffix,
     data_source,
     handles_errors,
+    order_note,
     parse_columns,
     print_json,
     progress,
     read_table,
     reads_data,
     save_figure,
+    shuffle_rows,
     stdout,
 )
 from sdckit.errors import MissingValuesError
@@ -300,6 +303,7 @@ def noise(
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .parquet, .csv or .jsonl."),
     missing: str = typer.Option("error", "--missing", callback=_check_missing,
                                 help="Rows with missing values: 'error' (default) or 'drop' (left out, counted)."),
+    keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     read: Any = None,  # filled by @reads_data
 ) -> None:
@@ -318,10 +322,13 @@ def noise(
         except MissingValuesError as err:  # the library's hint is for Python; this command has --missing
             raise MissingValuesError(err.column, err.count, err.first_row,
                                      fix="Add --missing drop to leave those rows out (counted), or impute them first.") from None
-        write_table(noisy, out)
+        written, order = shuffle_rows(noisy, keep_order=keep_order, seed=seed)
+        write_table(written, out)
     if as_json:
         print_json({"source": data.name, "out": str(out), "n_rows": len(noisy), "n_dropped": n_dropped,
-                    "t": t, "distribution": distribution, "seeded": seed is not None})
+                    "t": t, "distribution": distribution, "seeded": seed is not None,
+                    "rows_shuffled": order is not None})
         return
     dropped = f"; {n_dropped:,} rows with missing values left out" if n_dropped else ""
-    stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution}){dropped}")
+    stdout.print(f"{len(noisy):,} rows written to {out} (noise variance t = {t:g}, {distribution}){dropped}; "
+                 f"{order_note(keep_order)}")
