@@ -153,12 +153,30 @@ def _print_verdict(result: object) -> None:
                      "undo the random steps).")
     if not result.config.shuffle_rows:
         stdout.print("[yellow]Rows in the input's order (shuffle_rows: false):[/] they link to the input by position.")
+    _print_attacker(result)
     if measure.within_budget:
         stdout.print(f"[green]{text}[/]")
         return
     stdout.print(f"[bold red]{text}[/]")
     for fix in measure.fixes:
         stdout.print(f"  [red]fix:[/] {fix}")
+
+
+def _print_attacker(result: Any) -> None:
+    """Which columns the guarantee assumes the attacker knows, the linked columns, a wider attacker."""
+    # lazy: sdckit --help stays fast
+    from sdckit.report._release_check import assumed_attacker
+
+    stdout.print(escape(assumed_attacker(result.release_measure, result.linked)), highlight=False)
+    if result.linked is not None and result.linked.columns:
+        stdout.print(f"[yellow]{escape(result.linked.describe())}[/]", highlight=False)
+    for s in result.scenarios[1:]:
+        consistent = "" if s.consistent_below_k is None else (
+            f"; {100 * s.consistent_below_k:.3g} % of users with fewer than {s.k} consistent rows "
+            f"({s.consistent_n_one:,} with one)")
+        stdout.print(escape(
+            f"Wider attacker (keys + {', '.join(s.extra)}): {100 * s.exposure_at_k:.3g} % of rows in groups of fewer "
+            f"than {s.k} identical rows{consistent} (not under the budget)."), highlight=False)
 
 
 @handles_errors

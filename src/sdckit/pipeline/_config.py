@@ -300,6 +300,18 @@ class PipelineConfig(_Strict):
     """Experiments on the input to add to the report, none by default: ``curator_plan`` (what a
     curator behind a shuffler could release), ``microaggregation`` (MDAV utility table),
     ``spectral`` (noise for private PCA). They measure the input, not the release."""
+    linked: dict[Text, Columns] | None = None
+    """``keep`` columns that reveal quasi-identifiers, ``{column: [keys]}`` (``relationship: [sex,
+    marital-status]``): counted as quasi-identifiers (see ``linked_as``), with those found on the data."""
+    linked_threshold: Annotated[float, Field(strict=True, gt=0.0, le=1.0)] | None = 0.3
+    """A ``keep`` column whose uncertainty coefficient U(key | column) reaches this for some key is
+    linked (found on the data, named in the console and the report); null: only the declared ones."""
+    linked_as: Literal["key", "ghost"] = "key"
+    """``key`` (default): a linked column is a quasi-identifier for the steps and every figure;
+    ``ghost``: suppressed with the key cells it reveals (sdcMicro's ghost variables), still counted."""
+    attacker_knows: Columns | None = None
+    """Released columns a wider attacker may know besides the keys: the headline is shown again for
+    keys plus these (the report's scenarios), so a reviewer sees what a wrong choice of keys costs."""
     allow_over_budget: Flag = False
     """Write the protected data even when the release is over budget (the summary says so in red)."""
     allow_linear_relations: Flag = False
@@ -318,10 +330,15 @@ class PipelineConfig(_Strict):
     internal: ClassVar[tuple[str, ...]] = ("source", "output_data", "output_report", "config_file")
 
     @field_validator("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical",
-                     mode="before")
+                     "attacker_knows", mode="before")
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
+
+    @field_validator("linked", mode="before")
+    @classmethod
+    def _split_linked(cls, v: Any) -> Any:
+        return {c: _split(keys) for c, keys in v.items()} if isinstance(v, Mapping) else v
 
     @field_validator("experiments", mode="before")
     @classmethod
@@ -458,6 +475,10 @@ class PipelineConfig(_Strict):
             "shuffle_rows": self.shuffle_rows,
             "simulate_protocol": self.simulate_protocol,
             "experiments": list(self.experiments),
+            "linked": {c: list(v) for c, v in (self.linked or {}).items()},
+            "linked_threshold": self.linked_threshold,
+            "linked_as": self.linked_as,
+            "attacker_knows": list(self.attacker_knows or ()),
             "allow_over_budget": self.allow_over_budget,
             "allow_linear_relations": self.allow_linear_relations,
             "steps": [s.to_dict() for s in self.steps],

@@ -49,7 +49,7 @@ def resolve_roles(
 ) -> tuple[PipelineConfig, Roles]:
     """Fill in the roles (Adult defaults, or guesses flagged with their fix) and check every column exists."""
     src = config.source
-    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical"):
+    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical", "attacker_knows"):
         check_columns_exist(frame.columns, getattr(config, key) or (), key, src)
     categorical = _categorical(config, frame, labels)
     for i, step in enumerate(config.steps):

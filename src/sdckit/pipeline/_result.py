@@ -62,6 +62,13 @@ class PipelineResult:
     """The shuffle: released row i is input row ``row_order[i]`` (None: the input's order); kept in
     memory to measure the written file against the input row by row, never written."""
 
+    linked: Any = None
+    """The linked columns (:class:`sdckit.pipeline._linked.LinkedPlan`): released columns that reveal a key,
+    counted as quasi-identifiers; None for a result built without them."""
+    scenarios: tuple[Any, ...] = ()
+    """The headline for the attacker the guarantee assumes and for a wider one (``attacker_knows``),
+    :class:`sdckit.pipeline._linked.Scenario` each."""
+
     @property
     def within_budget(self) -> bool:
         """True when the release's exposure at k is at most the budget."""

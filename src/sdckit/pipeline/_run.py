@@ -27,6 +27,7 @@ from sdckit.microagg._relations import (
     find_linear_relations,
 )
 from sdckit.pipeline._config import DEFAULT_NAME, PipelineConfig
+from sdckit.pipeline._linked import ghost_suppress, link_columns, scenario
 from sdckit.pipeline._outputs import write_outputs
 from sdckit.pipeline._read import load_input, survey_labels
 from sdckit.pipeline._resolve import guess_columns, resolve_roles
@@ -109,7 +110,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
         config = config.replace(name=f"Release report: {short}")
+    config, linked = link_columns(config, frame)  # linked keep columns become quasi-identifiers
     qis = config.quasi_identifiers or ()
+    step_qis = tuple(q for q in qis if q not in linked.names or q in linked.step_keys)
     relations = _check_relations(frame, config, roles)
     tick(description="Planning the release")
     plan = plan_release(
@@ -127,12 +130,13 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         tick(description=f"Step {i + 1}: {step.kind}")
         ctx = StepContext(
             source=config.source, index=i, k=config.k, budget=config.budget, bound_method=config.bound_method,
-            quasi_identifiers=tuple(qis), numeric=tuple(config.numeric or ()),
+            quasi_identifiers=step_qis, numeric=tuple(config.numeric or ()), linked=linked.step_keys,
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
             masked=frozenset(masked),
         )
         before = protected
         protected, log = step.run(protected, ctx)
+        protected = ghost_suppress(before, protected, linked)
         masked.update(c for c in step.masked_columns(log) if c in protected.columns)
         known = _known_after(known, before, protected, step, log)
         logs.append(log)
@@ -156,6 +160,13 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
     )
+    scenarios = [scenario("the quasi-identifiers (the headline)", protected, known_qis, qis, config.k)]
+    wider = [c for c in (config.attacker_knows or ()) if c in protected.columns and c not in qis]
+    if wider:
+        scenarios.append(scenario(
+            "a wider attacker (attacker_knows)", protected, known.select([c for c in known.columns if c in {*qis, *wider}]),
+            [*qis, *wider], config.k, extra=wider,
+        ))
     labels = (labels_in or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
     )
@@ -171,6 +182,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
+        linked=linked, scenarios=tuple(scenarios),
     )
 
 

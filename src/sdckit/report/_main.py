@@ -287,6 +287,8 @@ def build_report(
             allow_over_budget=config.allow_over_budget,
             reproducible=config.reproducible,
             shuffled=config.shuffle_rows,
+            linked=result.linked,
+            scenarios=result.scenarios,
         )
     )
     if verified_on is not None:

@@ -129,6 +129,8 @@ def release_check_section(
     allow_over_budget: bool = False,
     reproducible: bool = False,
     shuffled: bool = True,
+    linked: Any = None,
+    scenarios: Sequence[Any] = (),
 ) -> Section:
     """Section 'Input and release, side by side'."""
     refused = not release.within_budget and not allow_over_budget
@@ -171,7 +173,14 @@ def release_check_section(
         text += " The rows keep the input's order (shuffle_rows: false): anyone with the input links them by position."
     section.data["reproducible"] = reproducible
     section.data["rows_shuffled"] = shuffled
+    section.data["linked"] = linked.to_dict() if linked is not None else None
+    section.data["scenarios"] = [s.to_dict() for s in scenarios]
     section.add(alert(text) if not release.within_budget or reproducible or not shuffled else paragraph(text))
+    section.add(paragraph(assumed_attacker(release, linked)))
+    if linked is not None and linked.columns:
+        section.add(paragraph(linked.describe()))
+    if scenarios:
+        section.add(scenario_table(scenarios))
     idisc_in = input_measure.interval_disclosure
     idisc = release.interval_disclosure
     rows: list[tuple[Any, ...]] = [
@@ -260,6 +269,39 @@ def release_check_section(
     )
     section.summary = text
     return section
+
+
+def assumed_attacker(release: ReleaseMeasure, linked: Any = None) -> str:
+    """Which columns the guarantee assumes the attacker knows (and reads beside them)."""
+    declared = list(linked.declared_keys) if linked is not None and linked.columns else list(release.quasi_identifiers)
+    extra = [c for c in release.quasi_identifiers if c not in declared]
+    others = [c for c in release.columns if c not in release.quasi_identifiers]
+    return (
+        f"The guarantee assumes the attacker knows a person's {', '.join(declared)}"
+        + (f" (and counts the linked {', '.join(extra)} as keys)" if extra else "")
+        + "; the attacker reads every released column"
+        + (f", but {', '.join(others)} are not keys: an attacker who also knows them faces the wider scenario below"
+           if others else "")
+        + "."
+    )
+
+
+def scenario_table(scenarios: Sequence[Any]) -> Block:
+    """The headline per attacker: the assumed one and a wider one (``attacker_knows``)."""
+    rows = [
+        (s.name, ", ".join(s.columns), _pct(s.exposure_at_k),
+         _pct(s.consistent_below_k) if s.consistent_below_k is not None else "not measured",
+         f"{s.consistent_n_one:,}" if s.consistent_n_one is not None else "–")
+        for s in scenarios
+    ]
+    k = scenarios[0].k
+    return table(
+        rows,
+        ["attacker", "columns known", f"rows in groups < {k} identical rows",
+         f"users with < {k} consistent rows", "users with a single consistent row"],
+        caption="The headline again for each attacker: what a wrong choice of keys costs. Only the first row is "
+                "under the budget and the refusal rule.",
+    )
 
 
 def numeric_risk_table(risk: Mapping[str, Any]) -> Any:

@@ -75,6 +75,9 @@ class StepContext:
     """Columns earlier steps changed (``suppress: plan`` keeps those)."""
     engine: str | None = None
     """None in memory (a polars DataFrame); ``polars`` (a LazyFrame), ``dask`` or ``spark`` where the rows live."""
+    linked: tuple[str, ...] = ()
+    """Released columns that reveal a key and count as quasi-identifiers (``linked_as: key``): a step
+    that takes keys (``local_suppression``) takes them with the keys it is given."""
 
     @property
     def where(self) -> str:

@@ -70,6 +70,19 @@ class LocalSuppressionStep(AnonymizeOptions):
         qis = [q for q in ctx.quasi_identifiers if q in columns]  # the keys are the quasi-identifiers, not every column
         return {"k": ctx.k, "columns": qis, "random_state": ctx.seed}
 
+    def estimator_params(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
+        """The keys given (or the quasi-identifiers), with the linked columns of the run added: a key
+        suppressed beside an unsuppressed copy of it would not be hidden."""
+        params = super().estimator_params(ctx, columns)
+        keys = list(params.get("columns") or [q for q in ctx.quasi_identifiers if q in columns])
+        extra = [c for c in ctx.linked if c in columns and c not in keys]
+        if extra:
+            params["columns"] = [*keys, *extra]
+            importance = params.get("importance")
+            if importance and all(isinstance(v, int) for v in importance):  # one number per key: the linked last
+                params["importance"] = [*importance, *[max(importance) + 1] * len(extra)]
+        return params
+
     def describe(self, total: int, parts: str, params: dict[str, Any], ctx: StepContext) -> str:
         name = self.estimator.__name__
         what = f"{name} set {total:,} cell(s) to missing: {parts}." if total else f"{name} set no cell to missing."
