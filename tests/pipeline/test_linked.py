@@ -1,0 +1,113 @@
+"""Linked columns: released columns that reveal a key are counted as keys (or suppressed with it).
+
+sdcMicro's testdata2 carries coarser copies of its keys (``relat2`` of ``relat``, ``water2`` and
+``water3`` of ``water``). Released as ``keep``, they are found on the data and the release counts
+them: every person has at least k released rows consistent with the person's keys *and* copies,
+checked here by a brute-force count over all pairs (independent of the pipeline's own count).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sdckit.pipeline import parse_config, run_pipeline
+from sdckit.risk._measures._linked import find_linked_columns, uncertainty_coefficient
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "sdcmicro_testdata2.csv"
+KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+COPIES = ["relat2", "water2", "water3"]
+
+
+def _config(**extra: object) -> object:
+    raw = {
+        "input": str(DATA), "quasi_identifiers": KEYS, "keep": COPIES, "numeric": ["income"], "k": 3,
+        "budget": 0.05, "identifiers": ["ori_hid"], "reproducible": True, "seed": 3,
+        "steps": [{"local_suppression": {}}], "output": {"data": None, "report": None},
+    }
+    raw.update(extra)
+    return parse_config(raw)
+
+
+def _brute_consistent(release: pl.DataFrame, truth: pl.DataFrame, columns: list[str]) -> np.ndarray:
+    """Per person, released rows whose every cell is missing or equals the person's value (all pairs)."""
+    rel = [tuple(r) for r in release.select(columns).iter_rows()]
+    out = []
+    for person in truth.select(columns).iter_rows():
+        out.append(sum(all(c is None or c == v for c, v in zip(row, person, strict=True)) for row in rel))
+    return np.asarray(out)
+
+
+def test_copies_of_keys_are_found_on_the_data() -> None:
+    frame = pl.read_csv(DATA)
+    found = {c.column: c.keys for c in find_linked_columns(frame, KEYS, [*COPIES, "age", "income", "expend"])}
+    assert found == {"relat2": ("relat",), "water2": ("water",), "water3": ("water",)}
+
+
+def test_uncertainty_coefficient_against_its_definition() -> None:
+    rng = np.random.default_rng(0)
+    q = rng.integers(0, 4, 5000)
+    c = q // 2  # a coarser copy: I(q; c) = H(c)
+    hq = -sum(p * math.log2(p) for p in (np.bincount(q) / q.size))
+    hc = -sum(p * math.log2(p) for p in (np.bincount(c) / c.size))
+    bias = (4 - 1) * (2 - 1) / (2 * q.size * math.log(2))
+    u = uncertainty_coefficient(pl.Series(q), pl.Series(c))
+    assert u == pytest.approx((hc - bias) / hq, abs=1e-9)
+    assert uncertainty_coefficient(pl.Series(q), pl.Series(q)) > 0.99  # a copy reveals all
+    noise = rng.integers(0, 4, 5000)
+    assert uncertainty_coefficient(pl.Series(q), pl.Series(noise)) < 0.01  # independent: nothing
+    # many values on few rows: the bias correction keeps a near-unique column from looking like a copy
+    assert uncertainty_coefficient(pl.Series(q[:60]), pl.Series(np.arange(60))) == 0.0
+    assert Counter(c.tolist()).keys() == {0, 1}
+
+
+@pytest.mark.parametrize("linked_as", ["key", "ghost"])
+def test_testdata2_release_counts_the_copies(linked_as: str) -> None:
+    result = run_pipeline(_config(linked_as=linked_as))
+    assert set(result.linked.names) == set(COPIES)
+    release = result.release_measure
+    assert set(COPIES) <= set(release.quasi_identifiers)  # the headline counts them
+    truth = pl.read_csv(DATA).select([*KEYS, *COPIES])
+    counts = _brute_consistent(result.protected, truth, [*KEYS, *COPIES])
+    if result.refused:  # refused is an allowed outcome, but then the figures must say why
+        assert release.exposure_at_k > release.budget
+    else:
+        assert counts.min() >= 3
+        # identical rows on keys and copies: every released row has >= 2 twins
+        sizes = result.protected.select(pl.len().over([*KEYS, *COPIES]))
+        assert int(sizes.to_series().min()) >= 3
+    assert release.consistent_below_k == pytest.approx(float(np.mean(counts < 3)))
+
+
+def test_without_linking_the_copies_undo_the_suppression() -> None:
+    # the problem the linking fixes: the same release, the copies not counted, lets the copies single people out
+    result = run_pipeline(_config(linked_threshold=None))
+    assert result.linked.names == ()
+    truth = pl.read_csv(DATA).select([*KEYS, *COPIES])
+    counts = _brute_consistent(result.protected, truth, [*KEYS, *COPIES])
+    assert result.release_measure.consistent_below_k == 0.0  # the headline sees only the keys
+    assert np.mean(counts < 3) > 0.2  # counting the copies, many users have fewer than 3 rows
+
+
+def test_declared_link_must_name_a_keep_column_and_keys() -> None:
+    with pytest.raises(Exception, match="not a keep column"):
+        run_pipeline(_config(linked={"age": ["relat"]}))
+    with pytest.raises(Exception, match="not a quasi-identifier"):
+        run_pipeline(_config(linked={"relat2": ["hhcivil"]}))
+
+
+def test_wider_attacker_scenario_is_measured() -> None:
+    result = run_pipeline(_config(attacker_knows=["hhcivil"], keep=[*COPIES, "hhcivil"], linked_threshold=0.9))
+    names = [s.name for s in result.scenarios]
+    assert len(names) == 2
+    wide = result.scenarios[1]
+    assert wide.extra == ("hhcivil",)
+    truth = pl.read_csv(DATA)
+    cols = list(wide.columns)
+    counts = _brute_consistent(result.protected, truth.select(cols), cols)
+    assert wide.consistent_below_k == pytest.approx(float(np.mean(counts < 3)))
