@@ -154,8 +154,17 @@ def _print_verdict(result: object) -> None:
     if not result.config.shuffle_rows:
         stdout.print("[yellow]Rows in the input's order (shuffle_rows: false):[/] they link to the input by position.")
     _print_attacker(result)
-    if measure.within_budget:
+    if result.posterior is not None:
+        # lazy: sdckit --help stays fast
+        from sdckit.report._release_check import posterior_text
+
+        colour = "green" if result.posterior_within_budget else "bold red"
+        stdout.print(f"[{colour}]{escape(posterior_text(result.posterior, result.config.budget))}[/]", highlight=False)
+    if result.within_budget:
         stdout.print(f"[green]{text}[/]")
+        return
+    if measure.within_budget:  # over budget by the posterior only
+        stdout.print("[bold red]NOT SAFE TO RELEASE: the released columns beside the keys single people out (above).[/]")
         return
     stdout.print(f"[bold red]{text}[/]")
     for fix in measure.fixes:

@@ -69,10 +69,21 @@ class PipelineResult:
     """The headline for the attacker the guarantee assumes and for a wider one (``attacker_knows``),
     :class:`sdckit.pipeline._linked.Scenario` each."""
 
+    posterior: Any = None
+    """The attacker's posterior on each person's row given every released column
+    (:class:`sdckit.risk._measures._posterior.RowPosterior`); None when not measured."""
+
+    @property
+    def posterior_within_budget(self) -> bool:
+        """True when the share of people on whose row the attacker puts more than 1/k + tolerance is at
+        most the budget (or the posterior was not measured)."""
+        return self.posterior is None or self.posterior.share_above <= self.config.budget + 1e-12
+
     @property
     def within_budget(self) -> bool:
-        """True when the release's exposure at k is at most the budget."""
-        return self.release_measure is None or self.release_measure.within_budget
+        """True when the release's exposure at k, and the share of people whose row the other released
+        columns single out (posterior above 1/k + tolerance), are both at most the budget."""
+        return (self.release_measure is None or self.release_measure.within_budget) and self.posterior_within_budget
 
     @property
     def refused(self) -> bool:

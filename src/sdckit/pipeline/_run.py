@@ -36,6 +36,7 @@ from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import SUPPRESSED, Step, StepContext, StepLog, merge_small_strata
 from sdckit.plan import plan_release
 from sdckit.risk import Marginals
+from sdckit.risk._measures._posterior import row_posterior
 from sdckit.risk._measures._release import measure_release
 
 __all__ = ["SUPPRESSED", "PipelineResult", "StepLog", "guess_columns", "merge_small_strata", "run_pipeline", "write_outputs"]
@@ -160,6 +161,11 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
     )
+    # the attacker's posterior on each person's row given every released column (aligned: before the shuffle)
+    posterior = row_posterior(
+        protected, known_qis, list(qis), k=config.k,
+        features=[c for c in protected.columns if c not in set(qis) and c != weight], masked=masked_numeric,
+    ) if known_qis.height == protected.height else None
     scenarios = [scenario("the quasi-identifiers (the headline)", protected, known_qis, qis, config.k)]
     wider = [c for c in (config.attacker_knows or ()) if c in protected.columns and c not in qis]
     if wider:
@@ -182,7 +188,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
-        linked=linked, scenarios=tuple(scenarios),
+        linked=linked, scenarios=tuple(scenarios), posterior=posterior,
     )
 
 

@@ -37,7 +37,7 @@ import polars as pl
 from sdckit._io import check_numeric
 from sdckit.report._fmt import pct as _pct
 from sdckit.report._overview import overview_section
-from sdckit.report._release_check import alert, release_check_section, verdict
+from sdckit.report._release_check import alert, posterior_text, release_check_section, verdict
 from sdckit.report._release_risk import release_risk_section, warning_blocks
 from sdckit.report._report import Block, Report, Section, figure, metrics, paragraph, table
 from sdckit.report._spectral import spectral_section
@@ -176,7 +176,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
             "exposure_of_release": release.exposure_at_k,
             "k_anonymity_of_release": release.k_anonymity,
             "n_unique_of_release": release.n_unique,
-            "within_budget": release.within_budget,
+            "within_budget": result.within_budget,
             "refused": result.refused,
             "allow_over_budget": config.allow_over_budget,
             "exposure_as_is": before.exposure_at_k,
@@ -205,6 +205,8 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
             ]
         ),
         alert(headline) if not release.within_budget else paragraph(headline),
+        *([(paragraph if result.posterior_within_budget else alert)(posterior_text(result.posterior, config.budget))]
+          if result.posterior is not None else []),
         *warning_blocks(release.warnings),
         *[paragraph(line) for line in lines],
         paragraph(
@@ -289,6 +291,7 @@ def build_report(
             shuffled=config.shuffle_rows,
             linked=result.linked,
             scenarios=result.scenarios,
+            posterior=result.posterior,
         )
     )
     if verified_on is not None:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from sdckit.pipeline._roles import Roles
     from sdckit.risk import ReleaseMeasure
 
-__all__ = ["alert", "beside", "headline", "release_check_section"]
+__all__ = ["alert", "beside", "headline", "posterior_text", "release_check_section"]
 
 
 def alert(text: str) -> Block:
@@ -131,16 +131,19 @@ def release_check_section(
     shuffled: bool = True,
     linked: Any = None,
     scenarios: Sequence[Any] = (),
+    posterior: Any = None,
 ) -> Section:
     """Section 'Input and release, side by side'."""
-    refused = not release.within_budget and not allow_over_budget
+    posterior_ok = posterior is None or posterior.share_above <= release.budget + 1e-12
+    within = release.within_budget and posterior_ok
+    refused = not within and not allow_over_budget
     section = Section(
         "release_check",
         "Input and release, side by side",
         data={
             "input": input_measure.to_dict(),
             "release": release.to_dict(),
-            "within_budget": release.within_budget,
+            "within_budget": within,
             "refused": refused,
             "allow_over_budget": allow_over_budget,
             "roles": roles.to_dict() if roles is not None else None,
@@ -166,7 +169,12 @@ def release_check_section(
         )
     )
     text = verdict(release, allow_over_budget)
-    if reproducible:
+    if posterior is not None:
+        text += " " + posterior_text(posterior, release.budget)
+        if release.within_budget and not posterior_ok:
+            text = "NOT SAFE TO RELEASE: " + text + (
+                " The data file was written anyway (allow_over_budget: true)." if allow_over_budget
+                else " No data file was written.")
         text += (" NOT FOR PUBLICATION: a reproducible run (reproducible: true); whoever learns its seed can undo "
                  "the random steps (tell decoys from suppressions, PRAM'd records from unperturbed ones).")
     if not shuffled:
@@ -174,8 +182,9 @@ def release_check_section(
     section.data["reproducible"] = reproducible
     section.data["rows_shuffled"] = shuffled
     section.data["linked"] = linked.to_dict() if linked is not None else None
+    section.data["row_posterior"] = posterior.to_dict() if posterior is not None else None
     section.data["scenarios"] = [s.to_dict() for s in scenarios]
-    section.add(alert(text) if not release.within_budget or reproducible or not shuffled else paragraph(text))
+    section.add(alert(text) if not within or reproducible or not shuffled else paragraph(text))
     section.add(paragraph(assumed_attacker(release, linked)))
     if linked is not None and linked.columns:
         section.add(paragraph(linked.describe()))
@@ -269,6 +278,25 @@ def release_check_section(
     )
     section.summary = text
     return section
+
+
+def posterior_text(posterior: Any, budget: float) -> str:
+    """The attacker's posterior on a person's row given every released column, against the budget."""
+    k, tol = posterior.k, posterior.tolerance
+    d = posterior.to_dict()
+    cells = (
+        f" On the {d['n_suppressed_rows']:,} rows with a suppressed key, the attacker's most probable hidden value "
+        f"has posterior {d['mean_cell_posterior']:.2f} on average and at most {d['max_cell_posterior']:.2f} (exact for "
+        "this release, not a bound: the value the other columns imply)."
+        if d["n_suppressed_rows"] else ""
+    )
+    return (
+        f"Reading every released column ({', '.join(posterior.features) or 'none beside the keys'}), an attacker who "
+        f"knows a person's keys and how each released group was formed puts more than 1/k + {tol:g} = "
+        f"{1 / k + tol:.3g} on the person's own row for {_pct(posterior.share_above)} of users "
+        f"({d['n_above_1_over_k_plus_tolerance']:,}; at most {posterior.max:.2f}); the budget allows {_pct(budget)}."
+        + cells
+    )
 
 
 def assumed_attacker(release: ReleaseMeasure, linked: Any = None) -> str:
