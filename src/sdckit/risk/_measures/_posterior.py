@@ -91,17 +91,19 @@ class RowPosterior:
 
 def _features(release: pl.DataFrame, features: Sequence[str], masked: Sequence[str], bins: int) -> pl.Series:
     """One categorical value per row: the released non-key columns, masked numbers in quantile bins."""
-    parts = []
+    parts: list[pl.Series] = []
     for c in features:
-        col = pl.col(c)
         if c in masked and release.schema[c].is_numeric():
-            edges = np.unique(np.nanquantile(release[c].cast(pl.Float64).to_numpy(), np.linspace(0, 1, bins + 1)[1:-1]))
-            parts.append(col.cast(pl.Float64).cut(list(edges)).cast(pl.String).fill_null("\x00"))
+            values = release[c].cast(pl.Float64).to_numpy()
+            finite = values[np.isfinite(values)]
+            edges = np.unique(np.quantile(finite, np.linspace(0, 1, bins + 1)[1:-1])) if finite.size else np.zeros(0)
+            binned = np.where(np.isfinite(values), np.searchsorted(edges, values, side="right"), -1)
+            parts.append(pl.Series(c, binned.astype(np.int64)).cast(pl.String))
         else:
-            parts.append(col.cast(pl.String).fill_null("\x00"))
+            parts.append(release[c].cast(pl.String).fill_null("\x00"))
     if not parts:
         return pl.Series(_Y, [""] * release.height)
-    return release.select(pl.concat_str(parts, separator="\x1f").alias(_Y))[_Y]
+    return pl.DataFrame(parts).select(pl.concat_str(pl.all(), separator="\x1f").alias(_Y))[_Y]
 
 
 def row_posterior(
