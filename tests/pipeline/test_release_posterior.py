@@ -133,12 +133,14 @@ def attacked(adult_example_written: tuple[PipelineResult, dict[str, Path]]) -> d
             "right": np.asarray(cell_right), "result": result, "k": result.config.k}
 
 
+@pytest.mark.slow
 def test_the_report_states_the_posterior_and_the_release_is_within_it(attacked: dict[str, Any]) -> None:
     stated = attacked["stated"]["row_posterior"]
     assert stated is not None and attacked["stated"]["within_budget"]
     assert stated["share_above_1_over_k_plus_tolerance"] <= attacked["stated"]["release"]["budget"]
 
 
+@pytest.mark.slow
 def test_split_attacker_does_no_better_than_the_report_states(attacked: dict[str, Any]) -> None:
     stated = attacked["stated"]["row_posterior"]
     k, tol = attacked["k"], stated["tolerance"]
@@ -156,6 +158,7 @@ def test_split_attacker_does_no_better_than_the_report_states(attacked: dict[str
     # (rows drawn at random are mostly unsuppressed; those are checked through the reference measure below)
 
 
+@pytest.mark.slow
 def test_suppressed_cells_read_no_better_than_stated(attacked: dict[str, Any]) -> None:
     stated = attacked["stated"]["row_posterior"]
     cell, right = attacked["cell"], attacked["right"]
@@ -183,3 +186,34 @@ def test_reference_posterior_by_hand() -> None:
     # y: row 0 (hi): (0 + 1/2) / 2 = 1/4; rows 1-3: (2 + 1/2) / 4 = 5/8; person 2's own row 2
     assert rich.posterior[2] == pytest.approx(0.625 / (0.25 + 3 * 0.625))
     assert rich.share_above == pytest.approx(0.25)  # person 0 only: 0.4 > 1/4 + 0.05
+
+
+def test_the_likelihood_ratio_bound_is_never_below_the_exact_posterior() -> None:
+    """docs/anonymize.md's bound L^2 / (L^2 + g - 1), against the exact posterior by enumerating every
+    assignment of a group's members to its rows (random groups, random laws P(y | x)); it is reached
+    closely enough that a wrong bound (L / (L + g - 1)) fails."""
+    import itertools
+
+    rng = np.random.default_rng(7)
+    worst_ratio = 0.0
+    below_weaker = False
+    for _ in range(150):
+        g = int(rng.integers(2, 7))
+        n_keys, n_y = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+        law = rng.dirichlet(np.full(n_y, 0.7), size=n_keys)  # P(y | x), rows x
+        members = rng.integers(0, n_keys, g)  # true keys of the group's members
+        ys = [int(rng.choice(n_y, p=law[x])) for x in members]  # row s holds member s before the shuffle
+        present = np.unique(members)
+        ratio = max(law[a, y] / law[b, y] for y in set(ys) for a in present for b in present)
+        bound = ratio**2 / (ratio**2 + g - 1)
+        t = 0  # the target: member 0
+        post = np.zeros(g)
+        for perm in itertools.permutations(range(g)):  # perm[row] = member on that row
+            like = np.prod([law[members[perm[r]], ys[r]] for r in range(g)])
+            post[perm.index(t)] += like
+        post /= post.sum()
+        assert post.max() <= bound + 1e-12
+        worst_ratio = max(worst_ratio, float(post.max() / bound))
+        below_weaker |= bool(post.max() > ratio / (ratio + g - 1) + 1e-9)
+    assert worst_ratio > 0.5  # the bound is not vacuous on these groups
+    assert below_weaker  # a bound with L instead of L^2 would be wrong

@@ -415,15 +415,20 @@ def _first(target: NDArray[np.uint64], order: NDArray[np.int64], t: np.uint64) -
 def suppressed_value_posterior(
     original: NDArray[np.int32], released: NDArray[np.int32]
 ) -> dict[str, float | int]:
-    """The attacker's posterior of a suppressed value, given the release and the original table.
+    """How far the composition of each released group gives its suppressed values away: an observation
+    of this release, **not a bound**.
 
     An attacker who knows every original row (a public original) and the algorithm knows, for each
     released group with suppressed cells, the multiset of its members' true values on the
-    suppressed keys (the original rows missing from the release elsewhere), but not which member
-    holds which: the rows are exchangeable. The posterior that a member's hidden values are v is
-    then the share of v among the group's members; guessing the most common one is right with
-    probability max_v share(v). Returns, over the rows with a suppressed cell, the mean of that
-    probability (``mean``, the attacker's expected success) and its largest value (``max``).
+    suppressed keys, but not which member holds which (the rows are exchangeable on the keys). The
+    posterior that a member's hidden values are v is then the share of v among the group's members;
+    guessing the most common one is right with probability max_v share(v). Returns, over the rows
+    with a suppressed cell, the mean of that probability (``mean``) and its largest value (``max``).
+
+    Nothing bounds ``max`` below 1: a group of five rows of which four hold the same true value gives
+    4/5 at k = 3, and a group whose members all hold it (a value already missing in the input, or
+    decoys drawn from one group) gives 1. It is the keys alone; the other released columns can tell
+    the members apart, which :func:`sdckit.risk._measures._posterior.row_posterior` measures.
     """
     hidden = (released < 0) & (original >= 0)
     rows = np.flatnonzero(hidden.any(axis=1))

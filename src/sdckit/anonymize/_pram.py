@@ -91,6 +91,10 @@ class PRAM(Anonymizer):
     default); the result is a lazy frame of the same kind (docs/scale.md). A polars LazyFrame or
     DuckDB relation is collected, with a warning, and given back as its kind.
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     columns : the categorical columns (default: all, or those of ``matrix``).

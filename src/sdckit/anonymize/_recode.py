@@ -103,6 +103,10 @@ class GlobalRecoder(Anonymizer):
     value counts for quantile bins and hierarchies) and recoded lazily: the same kind of frame
     comes back, its rows never collected (docs/scale.md).
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     rules : ``{column: rule}`` as above; other columns are untouched.

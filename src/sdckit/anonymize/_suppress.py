@@ -129,7 +129,10 @@ class LocalSuppressor(Anonymizer):
     released in random order, the rows of a group are exchangeable: whatever the attacker knows of
     the algorithm and of a person, the posterior that a given row is that person is at most 1/k,
     and every person's true quasi-identifiers are consistent with at least k released rows.
-    ``value_posterior_`` gives the attacker's posterior of the suppressed values themselves.
+    ``hidden_value_share_`` observes how far a group's composition gives its suppressed values away
+    (not a bound). The estimator keeps the input's row order (scikit-learn's alignment): shuffle the
+    rows before publishing (the pipeline and ``sdckit suppress`` do), or identical rows are not
+    exchangeable.
 
     ``method="sdcmicro"``: sdcMicro's ``localSuppression``. A missing cell matches any value: records r and s
     are in each other's group when, for every key j, r_j = s_j or either is missing, and the
@@ -175,10 +178,14 @@ class LocalSuppressor(Anonymizer):
     n_suppressed_ : int, cells suppressed (redactions not included; decoys included).
     group_sizes_ : int64 array (n,), group sizes of the release (all >= k): identical rows with
         decoys, wildcard groups with ``sdcmicro``.
-    value_posterior_ : dict, the attacker's posterior of a suppressed value
-        (:func:`~sdckit.anonymize._decoys.suppressed_value_posterior`): ``rows`` with a suppressed
-        cell, ``mean`` (an attacker who knows every original row and the algorithm guesses the
-        hidden values of such a row right with this probability on average) and ``max``.
+    hidden_value_share_ : dict, how far the composition of each released group gives its suppressed
+        values away, observed on this release (not a bound;
+        :func:`~sdckit.anonymize._decoys.suppressed_value_posterior`): ``rows`` with a suppressed
+        cell, ``mean`` (an attacker who knows every original row and the algorithm, reading the keys
+        only, guesses the hidden values of such a row right with this probability on average) and
+        ``max`` (nothing keeps it below 1). The other released columns can tell more; the pipeline
+        measures that (:func:`sdckit.risk._measures._posterior.row_posterior`).
+    value_posterior_ : dict, the former name of ``hidden_value_share_`` (the same figures).
     redaction_allowance_ : float, share of records the redaction may add to the exposure with
         missing read as a value (0 without redaction).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
@@ -192,7 +199,7 @@ class LocalSuppressor(Anonymizer):
     fit counts the groups where the rows live, runs the decoy rounds on the group table (with the
     same ``random_state``, the very groups of the in-memory release) and transform returns a lazy
     frame of the same kind (:mod:`sdckit.anonymize._suppress_lazy`); the per-row attributes
-    (``suppressed_``, ``redacted_``, ``group_sizes_``, ``value_posterior_``) are then not set.
+    (``suppressed_``, ``redacted_``, ``group_sizes_``, ``hidden_value_share_``) are then not set.
 
     Notes
     -----
@@ -299,7 +306,8 @@ class LocalSuppressor(Anonymizer):
             )
         final = np.ascontiguousarray(np.where(suppressed | redacted, -1, original.T).astype(np.int32))
         self.group_sizes_ = exact_group_sizes(final) if self.method == "decoys" else wildcard_sizes(final)
-        self.value_posterior_ = suppressed_value_posterior(codes_rows, final)
+        self.hidden_value_share_ = suppressed_value_posterior(codes_rows, final)
+        self.value_posterior_ = self.hidden_value_share_  # the former name, kept working
         self.columns_ = tuple(names)
         self.suppressed_ = suppressed
         self.redacted_ = redacted

@@ -40,6 +40,10 @@ class TopBottomCoder(Anonymizer):
     from aggregates (value counts for quantiles; the quantiles are exact) and coded lazily: the same
     kind of frame comes back (docs/scale.md).
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     columns : the numeric columns to code (default: those named in ``top``/``bottom`` mappings,

@@ -237,7 +237,8 @@ def suppress(
         "method": method,
         "n_rows": model.n_rows_,
         "n_suppressed": model.n_suppressed_,
-        "value_posterior": model.value_posterior_,
+        "hidden_value_share": model.hidden_value_share_,
+        "value_posterior": model.hidden_value_share_,  # the former key
         "n_redacted": int(model.redacted_.sum()),
         "random_redaction": random_redaction,
         "redaction_allowance": model.redaction_allowance_,

@@ -98,6 +98,10 @@ class Microaggregation(Estimator):
     value is the group mean (default) or median on the original scale, so k-anonymity holds for
     the microaggregated columns. IL = 100 * SSE / SST (percent, z-scores; notes §1).
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     k : smallest group size (>= 1).

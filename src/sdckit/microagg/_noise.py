@@ -104,6 +104,10 @@ class CorrelatedNoise(Estimator):
     ``sdckit.microagg._noise``. ``fit`` only checks the parameters and columns; ``transform(X)``
     masks ``X`` with S estimated on ``X`` itself (fresh randomness on every call).
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     law : ``"correlated"`` (default), ``"correlated2"`` or ``"exact"``.

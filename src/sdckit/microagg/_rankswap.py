@@ -159,6 +159,10 @@ class RankSwap(Estimator):
     (sdcMicro 5.8.1 ``rankSwap``, ``src/RankSwapping.h``). Columns are swapped independently, so
     correlations between columns weaken; each column keeps its (coded) values exactly.
 
+    The output keeps the input's row order (scikit-learn's row alignment); shuffle the rows before
+    publishing (``sdckit run`` and every CLI command that writes rows do), or the unchanged columns
+    link each released row to its input row by position.
+
     Parameters
     ----------
     p : float, the rank window P in percent of N': two values may swap when their ranks i, j
