@@ -74,13 +74,13 @@ def test_testdata2_release_counts_the_copies(linked_as: str) -> None:
     assert set(COPIES) <= set(release.quasi_identifiers)  # the headline counts them
     truth = pl.read_csv(DATA).select([*KEYS, *COPIES])
     counts = _brute_consistent(result.protected, truth, [*KEYS, *COPIES])
-    if result.refused:  # refused is an allowed outcome, but then the figures must say why
-        assert release.exposure_at_k > release.budget
-    else:
-        assert counts.min() >= 3
-        # identical rows on keys and copies: every released row has >= 2 twins
-        sizes = result.protected.select(pl.len().over([*KEYS, *COPIES]))
-        assert int(sizes.to_series().min()) >= 3
+    # every person has at least k consistent rows counting the copies, and every released row >= 2 twins
+    assert counts.min() >= 3
+    sizes = result.protected.select(pl.len().over([*KEYS, *COPIES]))
+    assert int(sizes.to_series().min()) >= 3
+    if result.refused:  # allowed, but only for a stated reason: here income (released unmasked) tells the
+        # people of a mixed group apart, which the posterior on a person's row measures
+        assert release.exposure_at_k > release.budget or result.posterior.share_above > release.budget
     assert release.consistent_below_k == pytest.approx(float(np.mean(counts < 3)))
 
 

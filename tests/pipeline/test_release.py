@@ -436,8 +436,14 @@ def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path
     path = Path(__file__).resolve().parents[2] / "examples" / "pipelines" / "adult.yaml"
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     raw.pop("output", None)
+    # the eight declared keys only (relationship not linked) and the amounts microaggregated over the whole
+    # file, as the example was when these figures were measured: the test is about the suppression
+    raw.pop("linked", None)
+    raw["linked_threshold"] = None
     steps = [
-        {"local_suppression": {**s["local_suppression"], "method": "sdcmicro"}} if "local_suppression" in s else s
+        {"local_suppression": {**s["local_suppression"], "method": "sdcmicro"}} if "local_suppression" in s
+        else {"microaggregate": {**{o: v for o, v in s["microaggregate"].items() if o != "strata"}, "k": 3}}
+        if "microaggregate" in s else s
         for s in raw["steps"]
     ]
     strict = run_pipeline(parse_config({**raw, "steps": steps}))
@@ -453,6 +459,6 @@ def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path
     assert strict.refused
     assert any("recode" in fix for fix in measure.fixes)
     wildcard = run_pipeline(parse_config({**raw, "steps": steps, "missing_semantics": "wildcard"}))
-    assert wildcard.within_budget
     assert wildcard.release_measure is not None
+    assert wildcard.release_measure.within_budget  # the exposure read as sdcMicro does
     assert wildcard.release_measure.exposure_missing_as_value == pytest.approx(0.1922, abs=5e-4)

@@ -106,6 +106,18 @@ def _features(release: pl.DataFrame, features: Sequence[str], masked: Sequence[s
     return pl.DataFrame(parts).select(pl.concat_str(pl.all(), separator="\x1f").alias(_Y))[_Y]
 
 
+def _score(frame: pl.DataFrame, tables: tuple[pl.DataFrame, ...], shown: list[str], smoothing: float) -> pl.DataFrame:
+    """P(h | s, y) for the (s, y, h) of each row of ``frame`` (the module's smoothed share)."""
+    n_syh, n_sy, n_sh, n_s = tables
+    out = frame.join(n_syh, on=[*shown, _Y, "__h"], how="left").join(n_sy, on=[*shown, _Y], how="left")
+    out = out.join(n_sh, on=[*shown, "__h"] if shown else ["__h"], how="left")
+    out = out.join(n_s, on=shown, how="left") if shown else out.join(n_s, how="cross")
+    prior = (pl.col("__nsh").fill_null(0) + 1.0 / pl.col("__m")) / (pl.col("__ns") + 1.0)
+    return out.with_columns(
+        ((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing)).alias("__score")
+    )
+
+
 def row_posterior(
     release: pl.DataFrame,
     known: pl.DataFrame,
@@ -168,16 +180,10 @@ def row_posterior(
         n_s = (base.group_by(shown).agg(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")) if shown
                else base.select(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")))
 
-        def score(frame: pl.DataFrame) -> pl.DataFrame:
-            """P(h | s, y) for the (s, y, h) of each row of ``frame``."""
-            out = frame.join(n_syh, on=[*shown, _Y, "__h"], how="left").join(n_sy, on=[*shown, _Y], how="left")
-            out = out.join(n_sh, on=[*shown, "__h"] if shown else ["__h"], how="left")
-            out = out.join(n_s, on=shown, how="left") if shown else out.join(n_s, how="cross")
-            prior = (pl.col("__nsh").fill_null(0) + 1.0 / pl.col("__m")) / (pl.col("__ns") + 1.0)
-            return out.with_columns(
-                ((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing))
-                .alias("__score")
-            )
+        tables = (n_syh, n_sy, n_sh, n_s)
+
+        def score(frame: pl.DataFrame, tables: tuple[pl.DataFrame, ...] = tables, shown: list[str] = shown) -> pl.DataFrame:
+            return _score(frame, tables, shown, smoothing)
 
         # the released rows of this pattern, per (shown, y): how many
         rel_counts = rows.group_by([*shown, _Y]).len("__n")
