@@ -175,6 +175,7 @@ def release_check_section(
             text = "NOT SAFE TO RELEASE: " + text + (
                 " The data file was written anyway (allow_over_budget: true)." if allow_over_budget
                 else " No data file was written.")
+    if reproducible:
         text += (" NOT FOR PUBLICATION: a reproducible run (reproducible: true); whoever learns its seed can undo "
                  "the random steps (tell decoys from suppressions, PRAM'd records from unperturbed ones).")
     if not shuffled:
