@@ -159,7 +159,8 @@ def _print_verdict(result: object) -> None:
         from sdckit.report._release_check import posterior_text
 
         colour = "green" if result.posterior_within_budget else "bold red"
-        stdout.print(f"[{colour}]{escape(posterior_text(result.posterior, result.config.budget))}[/]", highlight=False)
+        text_p = posterior_text(result.posterior, result.config.budget, measure.exposure_at_k)
+        stdout.print(f"[{colour}]{escape(text_p)}[/]", highlight=False)
     if result.within_budget:
         stdout.print(f"[green]{text}[/]")
         return

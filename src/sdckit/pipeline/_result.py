@@ -75,9 +75,13 @@ class PipelineResult:
 
     @property
     def posterior_within_budget(self) -> bool:
-        """True when the share of people on whose row the attacker puts more than 1/k + tolerance is at
-        most the budget (or the posterior was not measured)."""
-        return self.posterior is None or self.posterior.share_above <= self.config.budget + 1e-12
+        """True when the exposure at k plus the share of people in groups of at least k on whose row the
+        attacker who reads every released column puts more than 1/k + tolerance is at most the budget
+        (or the posterior was not measured)."""
+        if self.posterior is None:
+            return True
+        exposure = self.release_measure.exposure_at_k if self.release_measure is not None else 0.0
+        return exposure + self.posterior.share_above <= self.config.budget + 1e-12
 
     @property
     def within_budget(self) -> bool:

@@ -205,8 +205,8 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
             ]
         ),
         alert(headline) if not release.within_budget else paragraph(headline),
-        *([(paragraph if result.posterior_within_budget else alert)(posterior_text(result.posterior, config.budget))]
-          if result.posterior is not None else []),
+        *([(paragraph if result.posterior_within_budget else alert)(
+            posterior_text(result.posterior, config.budget, release.exposure_at_k))] if result.posterior is not None else []),
         *warning_blocks(release.warnings),
         *[paragraph(line) for line in lines],
         paragraph(

@@ -134,7 +134,7 @@ def release_check_section(
     posterior: Any = None,
 ) -> Section:
     """Section 'Input and release, side by side'."""
-    posterior_ok = posterior is None or posterior.share_above <= release.budget + 1e-12
+    posterior_ok = posterior is None or release.exposure_at_k + posterior.share_above <= release.budget + 1e-12
     within = release.within_budget and posterior_ok
     refused = not within and not allow_over_budget
     section = Section(
@@ -170,7 +170,7 @@ def release_check_section(
     )
     text = verdict(release, allow_over_budget)
     if posterior is not None:
-        text += " " + posterior_text(posterior, release.budget)
+        text += " " + posterior_text(posterior, release.budget, release.exposure_at_k)
         if release.within_budget and not posterior_ok:
             text = "NOT SAFE TO RELEASE: " + text + (
                 " The data file was written anyway (allow_over_budget: true)." if allow_over_budget
@@ -281,7 +281,7 @@ def release_check_section(
     return section
 
 
-def posterior_text(posterior: Any, budget: float) -> str:
+def posterior_text(posterior: Any, budget: float, exposure: float = 0.0) -> str:
     """The attacker's posterior on a person's row given every released column, against the budget."""
     k, tol = posterior.k, posterior.tolerance
     d = posterior.to_dict()
@@ -294,8 +294,9 @@ def posterior_text(posterior: Any, budget: float) -> str:
     return (
         f"Reading every released column ({', '.join(posterior.features) or 'none beside the keys'}), an attacker who "
         f"knows a person's keys and how each released group was formed puts more than 1/k + {tol:g} = "
-        f"{1 / k + tol:.3g} on the person's own row for {_pct(posterior.share_above)} of users "
-        f"({d['n_above_1_over_k_plus_tolerance']:,}; at most {posterior.max:.2f}); the budget allows {_pct(budget)}."
+        f"{1 / k + tol:.3g} on the person's own row for {_pct(posterior.share_above)} of users in groups of at least "
+        f"{k} ({d['n_above_1_over_k_plus_tolerance']:,}; at most {posterior.max:.2f} on anyone's row); with the "
+        f"exposure at k that makes {_pct(exposure + posterior.share_above)}, and the budget allows {_pct(budget)}."
         + cells
     )
 

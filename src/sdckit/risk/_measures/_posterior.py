@@ -61,11 +61,21 @@ class RowPosterior:
     """Per released row with a suppressed key, the attacker's largest posterior of its hidden keys."""
     cell_right: np.ndarray
     """Per such row, whether that most probable value is the true one."""
+    group_sizes: np.ndarray | None = None
+    """Per person, the rows identical on the keys to the person's own released row (None: not given)."""
+
+    @property
+    def exposed(self) -> np.ndarray:
+        """Per person: in a group of at least k identical rows (safe by the headline), yet given more
+        than 1/k + tolerance on the own row by the attacker who reads every released column."""
+        above = self.posterior > 1 / self.k + self.tolerance
+        return above if self.group_sizes is None else above & (self.group_sizes >= self.k)
 
     @property
     def share_above(self) -> float:
-        """Share of people on whose row the attacker puts more than 1/k + tolerance."""
-        return float(np.mean(self.posterior > 1 / self.k + self.tolerance)) if self.posterior.size else 0.0
+        """Share of people the headline counts safe (group >= k) on whose row the attacker puts more than
+        1/k + tolerance: what the other released columns add to the exposure at k."""
+        return float(np.mean(self.exposed)) if self.posterior.size else 0.0
 
     @property
     def max(self) -> float:
@@ -80,7 +90,7 @@ class RowPosterior:
             "features": list(self.features),
             "max_row_posterior": self.max,
             "share_above_1_over_k_plus_tolerance": self.share_above,
-            "n_above_1_over_k_plus_tolerance": int(np.sum(self.posterior > 1 / self.k + self.tolerance)),
+            "n_above_1_over_k_plus_tolerance": int(np.sum(self.exposed)),
             "n_suppressed_rows": int(cells.size),
             "max_cell_posterior": float(cells.max()) if cells.size else 0.0,
             "mean_cell_posterior": float(cells.mean()) if cells.size else 0.0,
@@ -142,7 +152,7 @@ def row_posterior(
     feats = tuple(c for c in (features if features is not None else release.columns) if c not in keys and c in release.columns)
     n = release.height
     if not keys or n == 0:
-        return RowPosterior(np.zeros(n), k, tolerance, feats, np.zeros(0), np.zeros(0, bool))
+        return RowPosterior(np.zeros(n), k, tolerance, feats, np.zeros(0), np.zeros(0, bool), None)
     str_keys = [pl.col(c).cast(pl.String).fill_null("\x00missing") for c in keys]
     truth = known.select(str_keys).with_columns(_features(release, feats, masked, bins).alias(_Y))
     rel = release.select([pl.col(c).cast(pl.String) for c in keys])
@@ -208,8 +218,10 @@ def row_posterior(
         cell_post.append(best["__p"].to_numpy())
         cell_right.append((best["__best"] == best["__h"]).to_numpy())
     posterior = np.divide(own, denom, out=np.zeros(n), where=denom > 0)
+    sizes = release.select(pl.len().over(keys).alias("__g"))["__g"].to_numpy().astype(np.int64)
     return RowPosterior(
         posterior, k, tolerance, feats,
         np.concatenate(cell_post) if cell_post else np.zeros(0),
         np.concatenate(cell_right) if cell_right else np.zeros(0, bool),
+        sizes,
     )
