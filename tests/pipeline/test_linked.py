@@ -111,3 +111,32 @@ def test_wider_attacker_scenario_is_measured() -> None:
     cols = list(wide.columns)
     counts = _brute_consistent(result.protected, truth.select(cols), cols)
     assert wide.consistent_below_k == pytest.approx(float(np.mean(counts < 3)))
+
+
+def test_linked_columns_and_the_wider_attacker_are_named_in_the_console_and_the_sidecar(tmp_path: Path) -> None:
+    import yaml
+    from typer.testing import CliRunner
+
+    from sdckit.cli import app
+
+    pipeline = tmp_path / "testdata2.yaml"
+    pipeline.write_text(yaml.safe_dump({
+        "input": str(DATA), "quasi_identifiers": KEYS, "keep": [*COPIES, "hhcivil"], "k": 3, "budget": 0.05,
+        "identifiers": ["ori_hid"], "attacker_knows": ["hhcivil"], "linked_threshold": 0.9,
+        "linked": {"relat2": ["relat"], "water2": ["water"], "water3": ["water"]},
+        "steps": [{"local_suppression": {}}],
+        "output": {"data": str(tmp_path / "release.csv"), "report": str(tmp_path / "report.html")},
+    }), encoding="utf-8")
+    r = CliRunner().invoke(app, ["run", str(pipeline)])
+    assert r.exit_code in (0, 3), r.output
+    text = " ".join(r.output.split())
+    assert "Linked columns counted as quasi-identifiers" in text
+    assert "relat2 (reveals relat" in text
+    assert "Wider attacker (keys + hhcivil)" in text
+    assert "The guarantee assumes the attacker knows a person's urbrur" in text
+    import json
+
+    data = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["sections"]["release_check"]["data"]
+    assert {c["column"] for c in data["linked"]["columns"]} == set(COPIES)
+    assert data["scenarios"][1]["extra_columns"] == ["hhcivil"]
+    assert data["row_posterior"]["k"] == 3
