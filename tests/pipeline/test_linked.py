@@ -8,6 +8,7 @@ checked here by a brute-force count over all pairs (independent of the pipeline'
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -15,7 +16,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+import yaml
+from typer.testing import CliRunner
 
+from sdckit.cli import app
 from sdckit.pipeline import parse_config, run_pipeline
 from sdckit.risk._measures._linked import find_linked_columns, uncertainty_coefficient
 
@@ -114,11 +118,6 @@ def test_wider_attacker_scenario_is_measured() -> None:
 
 
 def test_linked_columns_and_the_wider_attacker_are_named_in_the_console_and_the_sidecar(tmp_path: Path) -> None:
-    import yaml
-    from typer.testing import CliRunner
-
-    from sdckit.cli import app
-
     pipeline = tmp_path / "testdata2.yaml"
     pipeline.write_text(yaml.safe_dump({
         "input": str(DATA), "quasi_identifiers": KEYS, "keep": [*COPIES, "hhcivil"], "k": 3, "budget": 0.05,
@@ -134,8 +133,6 @@ def test_linked_columns_and_the_wider_attacker_are_named_in_the_console_and_the_
     assert "relat2 (reveals relat" in text
     assert "Wider attacker (keys + hhcivil)" in text
     assert "The guarantee assumes the attacker knows a person's urbrur" in text
-    import json
-
     data = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))["sections"]["release_check"]["data"]
     assert {c["column"] for c in data["linked"]["columns"]} == set(COPIES)
     assert data["scenarios"][1]["extra_columns"] == ["hhcivil"]

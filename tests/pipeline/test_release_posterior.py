@@ -11,6 +11,7 @@ composition of each released group), so it is the stronger of the two.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -194,8 +195,6 @@ def test_the_likelihood_ratio_bound_is_never_below_the_exact_posterior() -> None
     """docs/anonymize.md's bound L^2 / (L^2 + g - 1), against the exact posterior by enumerating every
     assignment of a group's members to its rows (random groups, random laws P(y | x)); it is reached
     closely enough that a wrong bound (L / (L + g - 1)) fails."""
-    import itertools
-
     rng = np.random.default_rng(7)
     worst_ratio = 0.0
     below_weaker = False
