@@ -53,17 +53,29 @@ class Roles:
     guessed: bool = False
     """True when the quasi-identifiers were guessed from the data."""
     flags: tuple[Flag, ...] = field(default_factory=tuple)
+    household: str | None = None
+    """The column grouping rows into households/entities (released as fresh random ids, or dropped)."""
+    household_columns: tuple[str, ...] = ()
+    """Household-level columns: one value per household."""
+    household_id: str = "random"
+    """``random`` (the household column goes out as fresh random ids) or ``drop``."""
 
     def released(self, columns: Sequence[str]) -> tuple[str, ...]:
         """The columns of ``columns`` (in order) that have a releasing role."""
         out = set(self.quasi_identifiers) | set(self.numeric) | set(self.sensitive) | set(self.weight) | set(self.keep)
         out -= set(self.identifiers)
+        if self.household is not None and self.household_id == "random":
+            out.add(self.household)
         return tuple(c for c in columns if c in out)
 
     def not_released(self, columns: Sequence[str]) -> dict[str, str]:
         """Columns withheld, with why: ``identifier`` or ``no role``."""
         rel = set(self.released(columns))
-        return {c: ("identifier, never released" if c in self.identifiers else "no role") for c in columns if c not in rel}
+        return {
+            c: ("identifier, never released" if c in self.identifiers
+                else "household id, dropped (household_id: drop)" if c == self.household else "no role")
+            for c in columns if c not in rel
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +88,8 @@ class Roles:
             "categorical": list(self.categorical),
             "guessed": self.guessed,
             "flags": [f.to_dict() for f in self.flags],
+            **({"household": self.household, "household_columns": list(self.household_columns),
+                "household_id": self.household_id} if self.household is not None else {}),
         }
 
 

@@ -129,7 +129,8 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             source=config.source, index=i, k=config.k, budget=config.budget, bound_method=config.bound_method,
             quasi_identifiers=tuple(qis), numeric=tuple(config.numeric or ()),
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
-            masked=frozenset(masked),
+            masked=frozenset(masked), household=roles.household, household_columns=roles.household_columns,
+            weight=roles.weight[0] if roles.weight else None,
         )
         before = protected
         protected, log = step.run(protected, ctx)
@@ -139,15 +140,22 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     released = roles.released(protected.columns)
     not_released = roles.not_released(frame.columns)
     not_released.update({c: "suppressed by a step" for c in frame.columns if c not in protected.columns and c not in not_released})
+    if roles.household is not None and roles.household in released:
+        seed = None if base is None else base + len(config.steps) + 1
+        protected = protected.with_columns(fresh_household_ids(protected[roles.household], seed))
     protected = protected.select(released)
     weight = roles.weight[0] if roles.weight else None
+    entity = roles.household
+    input_columns = roles.released(frame.columns)
+    if entity is not None and entity not in input_columns:
+        input_columns = (*input_columns, entity)
     known_qis = known.select([c for c in known.columns if c in set(qis) | {weight}])
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
     input_measure = measure_release(
-        frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
+        frame.select(input_columns), quasi_identifiers=qis, k=config.k, budget=config.budget,
         sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
-        categorical=roles.categorical,
+        categorical=roles.categorical, entity=entity,
     )
     categorical = set(roles.categorical)
     masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric() and c not in categorical]
@@ -155,6 +163,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
+        entity=entity,
     )
     labels = (labels_in or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
@@ -172,6 +181,16 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
     )
+
+
+def fresh_household_ids(ids: pl.Series, seed: int | None) -> pl.Series:
+    """Each household's id replaced by a fresh random number 1..m (OS entropy unless ``seed``): members
+    stay linked to one another, and nothing links the release's ids to the input's."""
+    uniq = ids.unique()
+    fresh = np.random.default_rng(seed).permutation(uniq.len()) + 1
+    table = pl.DataFrame({"__old": uniq, "__new": fresh.astype(np.int64)})
+    mapped = pl.DataFrame({"__old": ids}).join(table, on="__old", how="left", maintain_order="left")["__new"]
+    return mapped.alias(ids.name)
 
 
 def _known_after(known: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame, step: Step, log: StepLog) -> pl.DataFrame:

@@ -75,6 +75,12 @@ class StepContext:
     """Columns earlier steps changed (``suppress: plan`` keeps those)."""
     engine: str | None = None
     """None in memory (a polars DataFrame); ``polars`` (a LazyFrame), ``dask`` or ``spark`` where the rows live."""
+    household: str | None = None
+    """The column grouping rows into households/entities (k then counts distinct entities); None: rows."""
+    household_columns: tuple[str, ...] = ()
+    """Household-level columns (one value per household): suppressed for every member or none."""
+    weight: str | None = None
+    """The sampling-weight column, if any (household risk)."""
 
     @property
     def where(self) -> str:
