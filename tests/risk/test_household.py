@@ -42,7 +42,8 @@ def test_household_risk_equals_sdcmicro_measure_risk(testdata: pl.DataFrame, mis
     assert h.global_risk == pytest.approx(SDCMICRO_HIER_RISK, rel=1e-12)
     assert h.expected_reidentifications == pytest.approx(SDCMICRO_HIER_RISK_ER, rel=1e-12)
     assert 100 * h.global_risk == pytest.approx(1.1312866252393163, rel=1e-12)
-    assert h.n_households == 1000 and h.n == 4580
+    assert h.n_households == 1000
+    assert h.n == 4580
     ref = pl.read_csv(DATA / "sdcmicro_testdata_hier_risk.csv.gz")
     by_id = dict(zip(h.households.tolist(), h.household_risk.tolist(), strict=True))
     got = np.array([by_id[i] for i in ref["ori_hid"].to_list()])
@@ -72,7 +73,7 @@ def test_household_of_one_is_the_individual_risk_and_a_sure_member_makes_it_one(
 
 def test_missing_household_id_is_refused_with_the_row() -> None:
     df = pl.DataFrame({"a": [1, 2, 3], "hh": [1, None, 2]})
-    with pytest.raises(InputError, match="'hh' is missing in 1 rows .first: row 2"):
+    with pytest.raises(InputError, match=r"'hh' is missing in 1 rows \(first: row 2"):
         household_risk(df, ["a"], household="hh", weights=None)
 
 

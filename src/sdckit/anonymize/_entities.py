@@ -34,6 +34,23 @@ def _groups(cur: NDArray[np.int32]) -> NDArray[np.int64]:
     return np.asarray(inverse.ravel(), dtype=np.int64)
 
 
+class _Keys:
+    """Exact row keys: mixed-radix integers of the codes (-1 shifted to 0), one int per row."""
+
+    def __init__(self, codes: NDArray[np.int32]) -> None:
+        radix = (codes.max(axis=0, initial=-1).astype(np.int64) + 2)
+        total = float(np.prod(radix.astype(np.float64)))
+        if total >= 2.0**62:
+            self.weights: NDArray[np.int64] | None = None
+        else:
+            self.weights = np.concatenate([[1], np.cumprod(radix[:-1])]).astype(np.int64)
+
+    def of(self, cur: NDArray[np.int32]) -> NDArray[np.int64]:
+        if self.weights is None:
+            return _groups(cur)
+        return np.asarray((cur.astype(np.int64) + 1) @ self.weights, dtype=np.int64)
+
+
 def entity_counts(cur: NDArray[np.int32], entities: NDArray[np.int64]) -> NDArray[np.int64]:
     """Per row, the distinct entities among the rows identical to it (-1 a value of its own)."""
     if cur.shape[0] == 0:
@@ -106,8 +123,11 @@ def entity_suppress(
         return EntitySuppression((cur < 0) & (codes >= 0), 0, 0, 0)
     shared_cells = _propagate(cur, codes, entities, shared)
     passes = decoys = 0
+    keys = _Keys(codes)
     while True:
-        gid = _groups(cur)
+        row_keys = keys.of(cur)
+        _, gid = np.unique(row_keys, return_inverse=True)
+        gid = gid.ravel().astype(np.int64)
         count = _per_group(gid, entities)
         if count.min() >= k:
             break
@@ -121,7 +141,8 @@ def entity_suppress(
             for j in present:
                 target = pattern.copy()
                 target[j] = -1
-                joined = np.all(cur == target, axis=1)
+                joined = row_keys == int((target.astype(np.int64) + 1) @ keys.weights) if keys.weights is not None \
+                    else np.all(cur == target, axis=1)
                 got = np.unique(np.concatenate([entities[rows], entities[joined]])).size
                 score = (0.0 if got >= k else 1.0, -got if got < k else float(weight[j]), int(j))
                 if best is None or score < best:
@@ -146,7 +167,7 @@ def _top_up(
 ) -> int:
     """Decoys: bring the group with pattern ``target`` to k entities with entities drawn at random from
     the groups of ``slice_rows`` holding more than k entities (all their rows of that group moved)."""
-    inside = np.all(cur == target, axis=1)
+    inside = np.asarray(np.all(cur == target, axis=1))
     have = set(np.unique(entities[inside]).tolist())
     if len(have) >= k:
         return 0
