@@ -322,7 +322,7 @@ class RecordSwapper(Anonymizer):
         areas, counts = np.unique(lowest, return_counts=True)
         share = counts / m * total
         base = np.floor(share).astype(np.int64)
-        extra = int(round(float((share - base).sum())))
+        extra = round(float((share - base).sum()))
         if extra:
             base[rng.permutation(areas.size)[:extra]] += 1
         return {int(a): int(b) for a, b in zip(areas, base, strict=True)}
