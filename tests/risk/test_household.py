@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -10,7 +11,9 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
+from sdckit.cli import app
 from sdckit.errors import InputError
 from sdckit.risk import entity_group_sizes, household_risk, individual_risk
 
@@ -86,3 +89,30 @@ def test_entity_group_sizes_count_distinct_entities(rows: list[tuple[int, str | 
         entities[(a, b)].add(e)
     got = entity_group_sizes(frame, ["a", "b"], [r[2] for r in rows])
     assert got.tolist() == [len(entities[(a, b)]) for a, b, _ in rows]
+
+
+def test_cli_risk_and_suppress_take_a_household(tmp_path: Path) -> None:
+    runner = CliRunner()
+    data = str(DATA / "sdcmicro_testdata.csv")
+    got = runner.invoke(app, ["risk", data, "-c", ",".join(KEYS), "--weights", "sampling_weight",
+                              "--household", "ori_hid", "-k", "3", "--json"])
+    assert got.exit_code == 0, got.output
+    hh = json.loads(got.output)["households"]
+    assert hh["global_risk"] == pytest.approx(SDCMICRO_HIER_RISK, rel=1e-12)
+    frame = pl.read_csv(DATA / "sdcmicro_testdata.csv")
+    groups: dict[tuple[object, ...], set[int]] = defaultdict(set)
+    for row, h in zip(frame.select(KEYS).iter_rows(), frame["ori_hid"].to_list(), strict=True):
+        groups[row].add(h)
+    below = sum(1 for row in frame.select(KEYS).iter_rows() if len(groups[row]) < 3)
+    assert hh["share_below_k"] == pytest.approx(below / frame.height, rel=1e-12)
+    out = tmp_path / "s.csv"
+    got = runner.invoke(app, ["suppress", data, "-c", ",".join(KEYS), "--household", "ori_hid", "--household-columns",
+                              "urbrur,roof", "-k", "3", "-o", str(out)])
+    assert got.exit_code == 0, got.output
+    written = pl.read_csv(out)
+    assert written["ori_hid"].to_list() != frame["ori_hid"].to_list()  # fresh ids
+    assert written["ori_hid"].n_unique() == 1000
+    groups = defaultdict(set)
+    for row, h in zip(written.select(KEYS).iter_rows(), written["ori_hid"].to_list(), strict=True):
+        groups[row].add(h)
+    assert min(len(s) for s in groups.values()) >= 3
