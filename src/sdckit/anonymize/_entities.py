@@ -134,9 +134,10 @@ def entity_suppress(
         passes += 1
         g = int(np.argmin(count))
         rows = np.flatnonzero(gid == g)
-        pattern = cur[rows[0]]
-        present = np.flatnonzero(pattern >= 0)
-        if present.size:
+        pattern = cur[rows[0]].copy()
+        present = np.flatnonzero(pattern >= 0).tolist()
+        col = -1
+        if present:
             best: tuple[float, float, int] | None = None
             for j in present:
                 target = pattern.copy()
@@ -147,15 +148,15 @@ def entity_suppress(
                 score = (0.0 if got >= k else 1.0, -got if got < k else float(weight[j]), int(j))
                 if best is None or score < best:
                     best = score
-            j = best[2]  # type: ignore[index]
-            cur[rows, j] = -1
-            target = cur[rows[0]]
-            slice_rows = np.all((cur == target) | (np.arange(p) == j), axis=1) & (cur[:, j] >= 0)
+            assert best is not None
+            col = best[2]
+            cur[rows, col] = -1
+            target = cur[rows[0]].copy()
+            slice_rows = np.all((cur == target) | (np.arange(p) == col), axis=1) & (cur[:, col] >= 0)
         else:
             target = pattern
             slice_rows = np.any(cur >= 0, axis=1)  # every row that still shows a value
-            j = -1
-        decoys += _top_up(cur, entities, gid, count, target, slice_rows, j, k, rng, m)
+        decoys += _top_up(cur, entities, gid, count, target, slice_rows, col, k, rng, m)
         shared_cells += _propagate(cur, codes, entities, shared)
     final = (cur < 0) & (codes >= 0)
     return EntitySuppression(final, passes, decoys, shared_cells)

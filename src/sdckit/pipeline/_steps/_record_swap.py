@@ -21,6 +21,14 @@ __all__ = ["RecordSwapStep"]
 _ROW = "__sdckit_row_household"
 
 
+def _largest(moved: pl.DataFrame) -> int:
+    """The largest change of an area's records."""
+    if not moved.height:
+        return 0
+    diff = (moved["records_after"].cast(pl.Int64) - moved["records_before"].cast(pl.Int64)).abs()
+    return int(diff.max() or 0)  # type: ignore[arg-type]
+
+
 class RecordSwapStep(Step):
     """Targeted record swapping (sdcMicro's ``recordSwap``): a share of households, riskiest first, exchange
     their geography with similar households in another area; every member moves with its household."""
@@ -68,8 +76,8 @@ class RecordSwapStep(Step):
         if self.similar is None:
             return []
         if all(isinstance(s, str) for s in self.similar):
-            return [list(self.similar)]  # type: ignore[arg-type]
-        return [list(p) for p in self.similar]  # type: ignore[arg-type]
+            return [[str(c) for c in self.similar]]
+        return [[str(c) for c in p] for p in self.similar]
 
     def named_columns(self) -> tuple[str, ...]:
         named = [*self.hierarchy, *[c for p in self._profile_list() for c in p], *(self.risk_variables or ()),
@@ -128,7 +136,7 @@ class RecordSwapStep(Step):
             f"{100 * float(self.swap_rate):g} % asked, {swapper.n_at_risk_:,} households at risk at k = {k} swapped "
             f"first), {swapper.n_swapped_records_:,} records moved whole with their household; "
             f"{moved.height:,} of {swapper.margins_.height:,} area margins changed (largest change "
-            f"{int((moved['records_after'].cast(pl.Int64) - moved['records_before'].cast(pl.Int64)).abs().max() or 0):,} "
+            f"{_largest(moved):,} "
             f"records)" + (f"; {swapper.n_not_swapped_:,} households found no donor" if swapper.n_not_swapped_ else "")
             + "."
         )
