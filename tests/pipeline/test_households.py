@@ -17,6 +17,7 @@ import pytest
 from sdckit.errors import ConfigError, TooFewRowsError
 from sdckit.microagg import MDAV
 from sdckit.pipeline import parse_config, run_pipeline, write_outputs
+from sdckit.pipeline._roles import guess_roles
 from sdckit.risk import household_risk
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -160,3 +161,13 @@ def test_microaggregate_step_with_a_household_refuses_other_methods(tmp_path: Pa
     income = ok.protected["income"].to_list()
     groups = _entities_per_group(pl.DataFrame({"v": income}), ["v"], ok.protected["ori_hid"].to_list())  # as released
     assert min(len(s) for s in groups.values()) >= 3
+
+
+def test_a_household_id_is_never_guessed_a_quasi_identifier_or_numeric() -> None:
+    roles = guess_roles(pl.read_csv(TESTDATA))
+    assert "ori_hid" in roles.identifiers
+    assert "ori_hid" not in roles.quasi_identifiers
+    assert "ori_hid" not in roles.numeric
+    flag = next(f for f in roles.flags if f.column == "ori_hid")
+    assert flag.kind == "household-like"
+    assert "household: ori_hid" in flag.message
