@@ -171,3 +171,10 @@ def test_a_household_id_is_never_guessed_a_quasi_identifier_or_numeric() -> None
     flag = next(f for f in roles.flags if f.column == "ori_hid")
     assert flag.kind == "household-like"
     assert "household: ori_hid" in flag.message
+
+
+def test_a_step_that_masks_members_differently_is_refused(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, household="ori_hid", household_columns=["roof"],
+                  steps=[{"pram": {"columns": ["roof"], "pd": 0.5}}])
+    with pytest.raises(ConfigError, match=r"steps\[0\]\.pram: left household-level column 'roof' different"):
+        run_pipeline(cfg)

@@ -134,6 +134,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         )
         before = protected
         protected, log = step.run(protected, ctx)
+        _check_households_whole(protected, roles, f"{ctx.where}.{step.kind}")
         masked.update(c for c in step.masked_columns(log) if c in protected.columns)
         known = _known_after(known, before, protected, step, log)
         logs.append(log)
@@ -181,6 +182,23 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
     )
+
+
+def _check_households_whole(frame: pl.DataFrame, roles: Roles, where: str) -> None:
+    """Refuse a step that left a household-level column with two values (or a value and a suppressed
+    cell) in one household: the release would show which members were masked."""
+    if roles.household is None or roles.household not in frame.columns:
+        return
+    for c in roles.household_columns:
+        if c not in frame.columns:
+            continue
+        bad = frame.group_by(roles.household).agg(pl.col(c).n_unique().alias("__n")).filter(pl.col("__n") > 1)
+        if bad.height:
+            raise ConfigError(
+                f"{where}: left household-level column {c!r} different between members of {bad.height:,} households "
+                f"(e.g. household {bad.sort(roles.household)[roles.household][0]!r}); a household-level value is masked "
+                f"for every member or none. Leave {c!r} out of this step, or out of household_columns."
+            )
 
 
 def fresh_household_ids(ids: pl.Series, seed: int | None) -> pl.Series:
