@@ -166,3 +166,12 @@ def test_record_swap_step_in_a_household_pipeline(households: pl.DataFrame, tmp_
     assert all(len(v) == 1 for v in per_household.values())
     assert result.release_measure is not None
     assert result.release_measure.entity == "hid"
+
+
+def test_params_round_trip() -> None:
+    params = {"household": "hh", "hierarchy": ["region", "district"], "similar": [["size"], ["tenure"]],
+              "swap_rate": 0.1, "k_anonymity": 2, "risk_variables": ["age"], "carry_along": ["roof"], "risk": "r",
+              "risk_threshold": 0.2, "random_state": 3}
+    sw = RecordSwapper(**params)  # type: ignore[arg-type]
+    assert sw.get_params() == params
+    assert RecordSwapper(**sw.get_params()).get_params() == params
