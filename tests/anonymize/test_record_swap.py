@@ -175,3 +175,23 @@ def test_params_round_trip() -> None:
     sw = RecordSwapper(**params)  # type: ignore[arg-type]
     assert sw.get_params() == params
     assert RecordSwapper(**sw.get_params()).get_params() == params
+
+
+def test_a_household_at_risk_at_the_higher_level_is_swapped_across_it(households: pl.DataFrame) -> None:
+    """sdcMicro's setLevels: rare in its region (fewer than k records on the risk variables and the
+    region) means swapped with a household of another region, not only of another district."""
+    counts: dict[tuple[object, ...], int] = defaultdict(int)
+    for row in households.select("age_group", "national", "region").iter_rows():
+        counts[row] += 1
+    rare_in_region = {h for h, row in zip(households["hid"].to_list(),
+                                          households.select("age_group", "national", "region").iter_rows(), strict=True)
+                      if counts[row] < 3}
+    assert rare_in_region
+    sw, _ = _swap(households, swap_rate=0.02)
+    hid_of_row = households["hid"].to_list()
+    region_of = dict(zip(hid_of_row, households["region"].to_list(), strict=True))
+    first = {h: i for i, h in reversed(list(enumerate(hid_of_row)))}
+    for h in rare_in_region:
+        partner = hid_of_row[int(sw.partner_[first[h]])]
+        assert sw.partner_[first[h]] >= 0
+        assert region_of[partner] != region_of[h]

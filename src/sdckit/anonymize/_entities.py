@@ -156,7 +156,19 @@ def entity_suppress(
         else:
             target = pattern
             slice_rows = np.any(cur >= 0, axis=1)  # every row that still shows a value
-        decoys += _top_up(cur, entities, gid, count, target, slice_rows, col, k, rng, m)
+        added = _top_up(cur, entities, gid, count, target, slice_rows, col, k, rng, m)
+        if not added and not present:
+            # the all-missing group is short and no group can spare an entity: blank whole entities,
+            # drawn at random, until it holds k (always possible: there are at least k entities)
+            inside = np.all(cur < 0, axis=1)
+            have = set(np.unique(entities[inside]).tolist())
+            for e in rng.permutation(np.setdiff1d(np.unique(entities), list(have))):
+                if len(have) >= k:
+                    break
+                cur[entities == e, :] = -1
+                have.add(int(e))
+                added += 1
+        decoys += added
         shared_cells += _propagate(cur, codes, entities, shared)
     final = (cur < 0) & (codes >= 0)
     return EntitySuppression(final, passes, decoys, shared_cells)
