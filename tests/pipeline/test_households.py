@@ -81,7 +81,10 @@ def test_household_id_is_fresh_random_and_members_stay_together(tmp_path: Path) 
         assert len(pairs) == data["ori_hid"].n_unique() == len(set(out))  # a bijection: households whole
         assert sum(a == b for a, b in pairs) < 20  # not the input's ids
     assert first.protected["ori_hid"].to_list() != second.protected["ori_hid"].to_list()  # OS entropy each run
-    dropped = run_pipeline(_config(tmp_path, household="ori_hid", household_id="drop"))
+    dropped = run_pipeline(_config(tmp_path, household="ori_hid", household_id="drop",
+                                   steps=[{"local_suppression": {}}]))
+    write_outputs(dropped)  # the written file is measured again, households taken from the input row by row
+    assert "ori_hid" not in pl.read_csv(tmp_path / "release.csv").columns
     assert "ori_hid" not in dropped.protected.columns
     assert "dropped" in dropped.not_released["ori_hid"]
     assert dropped.release_measure is not None
