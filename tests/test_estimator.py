@@ -15,7 +15,7 @@ from sdckit.spectral import AdditiveNoise, NoisyPCA
 # One non-default value per parameter, so a parameter that get_params misses or reorders shows.
 ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
     (MDAV, {"k": 5, "columns": ["x"], "centre": "median", "strata": ["s"], "missing": "keep",
-            "allow_linear_relations": True}),
+            "allow_linear_relations": True, "entity": "firm"}),
     (
         Microaggregation,
         {
@@ -30,6 +30,7 @@ ESTIMATORS: list[tuple[type[Estimator], dict[str, Any]]] = [
             "blocks": None,
             "missing": "keep",
             "allow_linear_relations": True,
+            "entity": "firm",
         },
     ),
     (MomentRestorer, {"method": "cholesky", "columns": ["x"]}),

@@ -141,3 +141,33 @@ def test_property_anonymous_and_no_cell_can_come_back(rows: list[tuple[Any, ...]
         row[j] = original[i][j]
         trial[i] = tuple(row)
         assert brute.sizes(trial).min() < k
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2), st.integers(0, 3), st.integers(0, 1)),
+             min_size=8, max_size=60),
+    st.integers(2, 3),
+)
+def test_entities_every_group_holds_k_entities_and_shared_cells_stay_whole(
+    rows: list[tuple[int, int, int, int]], k: int
+) -> None:
+    """Issue 35: with entity=..., every group of identical released rows holds >= k distinct entities
+    (counted with sets), and a household-level key is missing for every member of an entity or none."""
+    # the shared key is a function of the entity: one value per entity
+    frame = pl.DataFrame({
+        "e": [r[0] for r in rows], "shared": [r[0] % 3 for r in rows], "a": [r[2] for r in rows],
+        "b": [r[3] for r in rows],
+    })
+    if frame["e"].n_unique() < k:
+        return
+    out = LocalSuppressor(k=k, columns=["shared", "a", "b"], entity="e", household_columns=["shared"],
+                          random_state=1).fit_transform(frame)
+    groups: dict[tuple[object, ...], set[int]] = {}
+    for row, e in zip(out.select("shared", "a", "b").iter_rows(), out["e"].to_list(), strict=True):
+        groups.setdefault(row, set()).add(e)
+    assert min(len(s) for s in groups.values()) >= k
+    state: dict[int, set[bool]] = {}
+    for e, v in zip(out["e"].to_list(), out["shared"].to_list(), strict=True):
+        state.setdefault(e, set()).add(v is None)
+    assert all(len(s) == 1 for s in state.values())

@@ -245,7 +245,7 @@ def test_errors(census: pl.DataFrame) -> None:
 def test_params_round_trip() -> None:
     m = MDAV(k=7, columns=["a"])
     assert m.get_params() == {"k": 7, "columns": ["a"], "centre": "mean", "strata": None, "missing": "error",
-                              "allow_linear_relations": False}
+                              "allow_linear_relations": False, "entity": None}
     assert m.set_params(k=4).k == 4
     assert "MDAV(k=4" in repr(m)
     with pytest.raises(ParameterError, match="no parameter 'q'"):

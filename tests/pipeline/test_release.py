@@ -126,11 +126,18 @@ def test_every_example_pipeline_is_within_budget_on_the_written_file(
     if not any(step.kind == "local_suppression" for step in cfg.steps):
         assert exposure == plain_exposure(release, qis, cfg.k)  # no missing cell: the plain count
     measured = sidecar["sections"]["release_check"]["data"]["release"]
+    if cfg.household is not None:  # k over households: distinct released household ids per group of identical rows
+        ids: dict[tuple[Any, ...], set[Any]] = {}
+        for row, h in zip(release.select(qis).iter_rows(), release[cfg.household].to_list(), strict=True):
+            ids.setdefault(row, set()).add(h)
+        exposure = sum(len(ids[row]) < cfg.k for row in release.select(qis).iter_rows()) / release.height
+        assert exposure <= cfg.budget
     assert measured["exposure_at_k"] == pytest.approx(exposure, abs=1e-15)
     assert sidecar["sections"]["summary"]["data"]["exposure_of_release"] == pytest.approx(exposure, abs=1e-15)
     assert sidecar["sections"]["release_check"]["data"]["verified_on_written_file"] == str(written["data"])
     # only columns with a releasing role go out
     roles = set(qis) | set(cfg.numeric or ()) | set(cfg.sensitive or ()) | set(cfg.weight or ()) | set(cfg.keep or ())
+    roles |= {cfg.household} if cfg.household is not None and cfg.household_id == "random" else set()
     assert set(release.columns) <= roles
     assert not set(release.columns) & set(cfg.identifiers or ())
     assert release.height == result.input_frame.height  # type: ignore[union-attr]

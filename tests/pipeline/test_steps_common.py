@@ -104,7 +104,7 @@ def test_local_suppression_by_sdcmicro_refuses_to_run_distributed(small_frame: p
 
 # --- the anonymize steps' options and their estimators' constructors cannot drift ----------------
 
-FILLED_FROM_THE_RUN = {"k", "columns", "quasi_identifiers", "random_state"}
+FILLED_FROM_THE_RUN = {"k", "columns", "quasi_identifiers", "random_state", "entity", "household_columns"}
 """Constructor keywords the run fills from its context when a step leaves them out."""
 DEFAULT_FROM_THE_RUN = {"k"}
 """Options whose default (None) means the run's value, not the estimator's default."""

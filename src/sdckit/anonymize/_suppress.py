@@ -18,6 +18,7 @@ from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource, check_columns
 from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
 from sdckit.anonymize._decoys import decoy_suppress, exact_group_sizes, suppressed_value_posterior
+from sdckit.anonymize._entities import entity_counts, entity_suppress
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
 from sdckit.anonymize._suppress_lazy import (
     LazyResult,
@@ -169,6 +170,12 @@ class LocalSuppressor(Anonymizer):
         reproductions only: whoever knows it can tell decoys from suppressions), a numpy Generator,
         or None (default) for fresh OS entropy.
     delta : failure probability of the redaction allowance (0..1).
+    entity : (``decoys`` only) the column grouping rows into households or entities (not a key):
+        then every group of identical released rows holds rows of at least k distinct entities
+        (:func:`sdckit.anonymize._entities.entity_suppress` after the row-level decoys), and
+        ``group_sizes_`` counts entities.
+    household_columns : keys whose value is one per household (with ``entity``): a cell
+        suppressed for one member is suppressed for every member.
 
     Attributes
     ----------
@@ -235,6 +242,8 @@ class LocalSuppressor(Anonymizer):
         random_redaction: float | None = None,
         random_state: RandomState = None,
         delta: float = 0.05,
+        entity: str | None = None,
+        household_columns: Sequence[str] | None = None,
     ) -> None:
         self.k = k
         self.columns = columns
@@ -243,6 +252,8 @@ class LocalSuppressor(Anonymizer):
         self.random_redaction = random_redaction
         self.random_state = random_state
         self.delta = delta
+        self.entity = entity
+        self.household_columns = household_columns
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -288,10 +299,18 @@ class LocalSuppressor(Anonymizer):
         supports = (codes.max(axis=1) + 1).astype(np.int64) if n else np.zeros(len(names), np.int64)
         rank = _ranks(self.importance, names, supports)
         codes_rows = np.ascontiguousarray(original.T)
+        entity_ids = self._entity_codes(frame, names, n)
         if self.method == "decoys":
             weight = _decoy_weight(rank, self.importance is not None)
-            got = decoy_suppress(codes_rows, k, weight, as_generator(self.random_state))
+            rng = as_generator(self.random_state)
+            got = decoy_suppress(codes_rows, k, weight, rng)
             suppressed = got.suppressed
+            if entity_ids is not None:
+                shared = np.isin(np.asarray(names, dtype=object), list(self.household_columns or ()))
+                over = entity_suppress(codes_rows, suppressed, entity_ids, k, weight, rng, shared)
+                suppressed = over.suppressed
+                self.entity_passes_ = over.passes
+                self.n_decoy_entities_ = over.decoy_entities
         else:
             suppressed = suppress_to_k(codes_rows, k, rank)
         redacted = np.zeros_like(suppressed)
@@ -306,6 +325,8 @@ class LocalSuppressor(Anonymizer):
             )
         final = np.ascontiguousarray(np.where(suppressed | redacted, -1, original.T).astype(np.int32))
         self.group_sizes_ = exact_group_sizes(final) if self.method == "decoys" else wildcard_sizes(final)
+        if entity_ids is not None:
+            self.group_sizes_ = entity_counts(final, entity_ids)
         self.hidden_value_share_ = suppressed_value_posterior(codes_rows, final)
         self.value_posterior_ = self.hidden_value_share_  # the former name, kept working
         self.columns_ = tuple(names)
@@ -360,6 +381,31 @@ class LocalSuppressor(Anonymizer):
         self.fingerprint_ = got.fingerprint
         self._lazy = (X, got)
         return self
+
+    def _entity_codes(self, frame: Any, names: list[str], n: int) -> NDArray[np.int64] | None:
+        """The entity column's codes 0..m-1 (None without ``entity``), checked."""
+        if self.entity is None:
+            if self.household_columns:
+                raise ParameterError("household_columns need entity: name the column that groups rows into households.")
+            return None
+        if self.method != "decoys":
+            raise ParameterError(
+                f"entity={self.entity!r} works with method='decoys' (every released group holds k distinct entities); "
+                "leave method out."
+            )
+        if self.entity in names:
+            raise ParameterError(f"entity={self.entity!r} is also a key column; the household id is never a key.")
+        unknown = [c for c in (self.household_columns or ()) if c not in names]
+        if unknown:
+            raise ParameterError(
+                f"household_columns names {unknown[0]!r}, which is not a key column; keys: {names}. A household-level "
+                "column that is not a key is never suppressed."
+            )
+        check_columns(frame, [self.entity])  # a missing column is named, with its near matches
+        ids = column_codes(frame[self.entity])
+        if (ids < 0).any():
+            raise ParameterError(f"entity column {self.entity!r} has missing values; every row needs its entity id.")
+        return ids.astype(np.int64)
 
     def transform(self, X: DataSource) -> Any:
         """Set the decided cells of ``X`` (the fitted table) to missing; other columns untouched.

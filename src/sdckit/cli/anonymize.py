@@ -207,6 +207,15 @@ def suppress(
     ),
     keep_order: bool = typer.Option(False, "--keep-order", help=KEEP_ORDER_HELP),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    household: str | None = typer.Option(
+        None, "--household", "--entity",
+        help="Household/entity id column: every group of identical released rows then holds >= k distinct "
+             "households, and the id is written as fresh random ids (never the input's).",
+    ),
+    household_columns: str | None = typer.Option(
+        None, "--household-columns",
+        help="With --household: keys with one value per household (suppressed for every member or none).",
+    ),
 ) -> None:
     """Local suppression: key cells set to missing so every record is k-anonymous.
 
@@ -214,7 +223,13 @@ def suppress(
     k - 1 others. With --method sdcmicro a missing cell matches any value (sdcMicro's localSuppression).
     """
     # lazy: sdckit --help stays fast
+    import polars as pl
+
+    # lazy: sdckit --help stays fast
     from sdckit.anonymize import LocalSuppressor
+
+    # lazy: sdckit --help stays fast
+    from sdckit.pipeline._run import fresh_household_ids
 
     keys = parse_columns(columns)
     if out is not None:
@@ -228,8 +243,12 @@ def suppress(
             method=method,
             random_redaction=random_redaction,
             random_state=seed,
+            entity=household,
+            household_columns=parse_columns(household_columns),
         ).fit(frame)
         release = model.transform(frame)
+        if household is not None and isinstance(release, pl.DataFrame):  # never the input's ids
+            release = release.with_columns(fresh_household_ids(release[household], seed))
     payload = {
         "source": data.name,
         "columns": list(model.columns_),
@@ -247,6 +266,7 @@ def suppress(
         "reproducible": seed is not None,
         "changes": model.changes_,
         "out": str(out) if out else None,
+        "household": household,
     }
     if not as_json:
         stdout.print(
@@ -257,7 +277,8 @@ def suppress(
                 else ""
             )
             + f"; smallest group ({'identical rows' if method == 'decoys' else 'missing matches any value'}): "
-            f"{payload['min_group_size']:,}"
+            f"{payload['min_group_size']:,}" + (f" distinct households ({household}; written as fresh random ids)"
+                                                if household else "")
         )
         if random_redaction:
             stdout.print(

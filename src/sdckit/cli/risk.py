@@ -118,11 +118,24 @@ def risk(
         None, "--sensitive", help="Comma-separated sensitive columns: adds l-diversity and t-closeness."
     ),
     suda: bool = typer.Option(False, "--suda", help="Also find minimal sample uniques (SUDA2, DIS-SUDA scores)."),
+    household: str | None = typer.Option(
+        None, "--household", "--entity",
+        help="Household/entity id column: adds the household risk (sdcMicro's hier_risk) and k over households "
+             "(distinct households per group of identical keys).",
+    ),
 ) -> None:
     """k-anonymity, uniques, exposure, the bounds from marginals beside the truth, entropy, supports;
-    individual and global risk; with --sensitive l-diversity; with --suda SUDA2."""
+    individual and global risk; with --sensitive l-diversity; with --suda SUDA2; with --household the
+    household risk and k over households."""
     # lazy: sdckit --help stays fast
-    from sdckit.risk import individual_risk, l_diversity, risk_summary, suda2
+    from sdckit.risk import (
+        entity_group_sizes,
+        household_risk,
+        individual_risk,
+        l_diversity,
+        risk_summary,
+        suda2,
+    )
 
     if k is not None and t is not None:
         raise typer.BadParameter("give --k or --t, not both")
@@ -145,6 +158,7 @@ def risk(
         ld = l_diversity(table, cols or [], sens, t_closeness=True, missing=policy) if sens else None
         step(description="SUDA2")
         sd = suda2(table, cols or [], missing=policy) if suda else None
+        hh = _households(table, cols or [], household, weights, policy, summary, household_risk, entity_group_sizes)
         step()
     if plot is not None:
         # lazy: sdckit --help stays fast
@@ -180,6 +194,8 @@ def risk(
             payload["l_diversity"] = ld.to_dict()
         if sd is not None:
             payload["suda2"] = sd.to_dict()
+        if hh is not None:
+            payload["households"] = hh
         print_json(payload)
         return
     at = (
@@ -213,8 +229,36 @@ def risk(
         cols_tbl.add_row(c.column, f"{c.support:,}", _pct(c.exposure_alone), _pct(c.exposure_without))
     stdout.print(cols_tbl)
     _print_measures(summary, ir, ld, sd)
+    if hh is not None:
+        stdout.print(
+            f"Households ({hh['household']}): {hh['n_households']:,}; k over households {hh['k_over_households']:,} "
+            f"(distinct households in the smallest group); {_pct(hh['share_below_k'])} of rows in groups of fewer "
+            f"than {hh['k']} households, {hh['rows_single_household']:,} rows in groups of one household's rows. "
+            f"Household risk (sdcMicro's hier_risk) {_pct(hh['global_risk'])}, "
+            f"{hh['expected_reidentifications']:.2f} expected re-identifications (members), "
+            f"{hh['expected_households']:.2f} households."
+        )
     if plot is not None:
         stdout.print(f"Plot written to [bold]{plot}[/]")
+
+
+def _households(
+    table: Any, cols: list[str], household: str | None, weights: str | None, policy: Any, summary: Any,
+    household_risk: Any, entity_group_sizes: Any,
+) -> dict[str, Any] | None:
+    """Household risk and k over households (None without --household)."""
+    if household is None:
+        return None
+    if household in cols:
+        raise typer.BadParameter(f"--household {household} is also a key column; the household id is never a key.")
+    hr = household_risk(table, cols, household=household, weights=weights,
+                        missing="value" if policy == "value" else policy)
+    k = summary.k if summary.k is not None else summary.max_exposed_size + 1
+    frame = table.select([*cols, household]).drop_nulls() if policy == "drop" else table.select([*cols, household])
+    sizes = entity_group_sizes(frame, cols, frame[household])
+    return {**hr.to_dict(), "k": k, "k_over_households": int(sizes.min()) if sizes.size else 0,
+            "share_below_k": float((sizes < k).mean()) if sizes.size else 0.0,
+            "rows_single_household": int((sizes == 1).sum())}
 
 
 def _print_measures(summary: Any, ir: Any, ld: Any, sd: Any) -> None:

@@ -24,6 +24,7 @@ from sdckit.microagg._base import (
     restore_kind,
 )
 from sdckit.microagg._distributed import apply_blocked, plan_blocked
+from sdckit.microagg._entity import entity_mdav_groups
 from sdckit.microagg._groups import (
     blocked_mdav_groups,
     first_component,
@@ -121,6 +122,10 @@ class Microaggregation(Estimator):
     allow_linear_relations : release anyway when a linear relation ties the microaggregated columns
         to numeric columns the frame keeps unchanged (default False: ``fit_transform`` and
         ``transform`` raise :class:`~sdckit.microagg.LinearRelationError`, naming the relation).
+    entity : (``method="mdav"`` only) the column grouping rows into households or entities (a
+        utility's monthly rows): every group then holds records of at least k distinct entities,
+        never one entity's rows (:func:`sdckit.microagg._entity.entity_mdav_groups`); a stratum with
+        fewer than k entities is refused with the reason.
 
     Attributes
     ----------
@@ -169,8 +174,10 @@ class Microaggregation(Estimator):
         blocks: Sequence[str] | None = None,
         missing: Missing = "error",
         allow_linear_relations: bool = False,
+        entity: str | None = None,
     ) -> None:
         self.k = k
+        self.entity = entity
         self.method = method
         self.columns = columns
         self.centre = centre
@@ -270,6 +277,7 @@ class Microaggregation(Estimator):
         x, names = numeric_matrix(frame, self._columns(frame), missing=self.missing, min_rows=k)
         n = x.shape[0]
         codes = _strata_codes(frame, self.strata, n)
+        entities = self._entities(frame, names, n)
         blocks = None if self._blocks() is None else _strata_codes(frame, self._blocks(), n)
         rank = self._method() == "rank"
         groups = np.full((n, len(names)) if rank else n, -1, dtype=np.int64)
@@ -283,7 +291,13 @@ class Microaggregation(Estimator):
                 )
             z = standardize(x[rows])
             z = np.where(np.isnan(z), 0.0, z)  # missing="keep": a missing cell counts as the mean
-            g = self._group(np.ascontiguousarray(z), x[rows], names, k, None if blocks is None else blocks[rows])
+            if entities is not None:
+                try:
+                    g = entity_mdav_groups(np.ascontiguousarray(z), entities[rows], k)
+                except TooFewRowsError as err:
+                    raise TooFewRowsError(f"stratum {s} of {self.strata!r}: {err}" if self.strata else str(err)) from None
+            else:
+                g = self._group(np.ascontiguousarray(z), x[rows], names, k, None if blocks is None else blocks[rows])
             groups[rows] = g + offset
             offset += int(g.max()) + 1
         self.columns_ = names
@@ -294,11 +308,25 @@ class Microaggregation(Estimator):
         self.information_loss_ = information_loss(x, self._release)
         return self
 
+    def _entities(self, frame: DataSource, names: Sequence[str], n: int) -> NDArray[np.int64] | None:
+        """Entity codes per row (None without ``entity``), checked."""
+        entity = getattr(self, "entity", None)
+        if entity is None:
+            return None
+        if self._method() != "mdav":
+            raise ParameterError(
+                f"entity={entity!r} works with method='mdav' (groups of k distinct entities); method={self._method()!r} "
+                "does not keep entities apart. Use method='mdav'."
+            )
+        if entity in names:
+            raise ParameterError(f"entity={entity!r} is among the microaggregated columns; the entity id is not masked.")
+        return _strata_codes(frame, [entity], n)
+
     def _columns(self, frame: DataSource) -> Sequence[str] | None:
-        """``columns``, or every column but the strata and block keys."""
+        """``columns``, or every column but the strata, block keys and the entity."""
         if self.columns is not None:
             return self.columns
-        keys = [*_as_list(self.strata), *_as_list(self._blocks())]
+        keys = [*_as_list(self.strata), *_as_list(self._blocks()), *_as_list(getattr(self, "entity", None))]
         if not keys:
             return None
         return [c for c in check_columns(as_narwhals(frame), None) if c not in keys]
@@ -397,6 +425,7 @@ class MDAV(Microaggregation):
         strata: Sequence[str] | None = None,
         missing: Missing = "error",
         allow_linear_relations: bool = False,
+        entity: str | None = None,
     ) -> None:
         self.k = k
         self.columns = columns
@@ -404,6 +433,7 @@ class MDAV(Microaggregation):
         self.strata = strata
         self.missing = missing
         self.allow_linear_relations = allow_linear_relations
+        self.entity = entity
 
     def _method(self) -> str:
         return "mdav"

@@ -13,6 +13,11 @@ sensitive           released; their l-diversity within the quasi-identifier grou
 weight              survey weight(s); never a quasi-identifier; released as they are
 keep                released as they are (not quasi-identifiers)
 identifiers         never released
+household           (alias ``entity``) the column grouping rows into households or entities: never
+                    released as is (a fresh random id, or dropped: ``household_id``); k counts
+                    distinct households in every group, and the household risk is measured
+household_columns   household-level columns (values shared by every member), checked constant
+                    within each household; a step that suppresses one member's value suppresses all
 ==================  ===========================================================================
 
 A column with no role is not released, and the report lists it.
@@ -265,6 +270,17 @@ class PipelineConfig(_Strict):
     """Columns whose values are categories even when they are numbers (``sex`` coded 1/2): never
     microaggregated or advised to be, left out of interval disclosure. Labelled columns of an SPSS,
     Stata or SAS file are categorical without being listed."""
+    household: Text | None = None
+    """The column that groups rows into households or entities (a firm's monthly rows); ``entity:`` is
+    another name for it. Never released as is (``household_id``); when set, k counts distinct
+    households/entities in every group of identical released key values (headline, budget, refusal),
+    and the release's household risk is measured (sdcMicro's ``hier_risk``)."""
+    household_columns: Columns | None = None
+    """Household-level columns: values shared by every member (the dwelling's roof, the region). Checked
+    constant within each household; local suppression then suppresses a value for every member or none."""
+    household_id: Literal["random", "drop"] = "random"
+    """How the household column goes out: ``random`` (default: a fresh random id per household, from OS
+    entropy, so members stay linked and nothing links to the input's ids) or ``drop``."""
     k: GroupSize = 5
     """Group size of k-anonymity for the risk figures, the plan and the release check."""
     budget: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 0.05
@@ -329,8 +345,18 @@ class PipelineConfig(_Strict):
 
     internal: ClassVar[tuple[str, ...]] = ("source", "output_data", "output_report", "config_file")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _entity_is_household(cls, raw: Any) -> Any:
+        """``entity:`` is another name for ``household:`` (business and panel files)."""
+        if isinstance(raw, Mapping) and "entity" in raw:
+            if raw.get("household") is not None and raw.get("entity") != raw.get("household"):
+                raise ValueError("give household or entity (two names for one role), not both.")
+            raw = {k: v for k, v in raw.items() if k != "entity"} | {"household": raw["entity"]}
+        return raw
+
     @field_validator("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical",
-                     "attacker_knows", mode="before")
+                     "attacker_knows", "household_columns", mode="before")
     @classmethod
     def split_columns(cls, v: Any) -> Any:
         return _split(v)
@@ -407,6 +433,23 @@ class PipelineConfig(_Strict):
                     f"column {c!r} is under numeric (to mask) and {seen[c]}; a masked column is not "
                     f"{'released as is' if seen[c] != 'identifiers' else 'withheld'}. Give it one role."
                 )
+        if self.household is not None:
+            h = self.household
+            if h in seen or h in (self.numeric or ()) or h in (self.household_columns or ()):
+                where = seen.get(h) or ("numeric" if h in (self.numeric or ()) else "household_columns")
+                raise ValueError(
+                    f"column {h!r} is the household (entity) column and under {where}; the household id is never "
+                    f"released as is (household_id: random or drop). Remove it from {where}."
+                )
+            if self.engine != "polars":
+                raise ValueError(
+                    f"household: {h}: households are kept whole in memory; use engine: polars (the default)."
+                )
+        elif self.household_columns:
+            raise ValueError(
+                "household_columns need household: name the column that groups rows into households, e.g. "
+                "household: hhid."
+            )
         return self
 
     @model_validator(mode="after")
@@ -465,6 +508,8 @@ class PipelineConfig(_Strict):
             "identifiers": list(self.identifiers or ()),
             "keep": list(self.keep or ()),
             "categorical": list(self.categorical or ()),
+            **({"household": self.household, "household_columns": list(self.household_columns or ()),
+                "household_id": self.household_id} if self.household is not None else {}),
             "k": self.k,
             "budget": self.budget,
             "bound_method": self.bound_method,
@@ -588,8 +633,8 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
                 f"{source}: unknown key {str(key)!r}: reading options go under read, e.g. "
                 f"read: {{{key}: {obj[key]!r}}}."
             )
-        if key not in PipelineConfig.allowed_keys():
-            allowed = [*PipelineConfig.allowed_keys(), "steps", "output"]
+        if key not in PipelineConfig.allowed_keys() and key != "entity":
+            allowed = [*PipelineConfig.allowed_keys(), "steps", "output", "entity"]
             renamed = {"epsilon": "steps[].noise.max_leakage_nats"}
             if key in renamed:
                 raise ConfigError(f"{source}: {key!r} was renamed {renamed[key]!r} (leakage in nats, not differential privacy).")

@@ -112,7 +112,7 @@ def _measure_written(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
         sensitive=config.sensitive or (), missing_semantics=config.missing_semantics, known=known,
         weights=config.weight[0] if config.weight else None, original=original,
-        categorical=config.categorical or (),
+        categorical=config.categorical or (), entity=config.household,
     )
 
 

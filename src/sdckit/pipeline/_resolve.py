@@ -3,6 +3,7 @@ with every named column checked against the data and each step's own data checks
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import polars as pl
@@ -14,7 +15,33 @@ from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._roles import Flag, Roles, flag_declared, guess_roles
 from sdckit.pipeline._steps._base import check_columns_exist
 
-__all__ = ["guess_columns", "resolve_roles"]
+__all__ = ["check_household", "guess_columns", "resolve_roles"]
+
+
+def check_household(frame: pl.DataFrame, household: str, columns: Sequence[str], source: str) -> None:
+    """Refuse a missing household id, and a household-level column whose value differs within a household
+    (naming the column, the household and two of its values)."""
+    nulls = frame[household].null_count()
+    if nulls:
+        raise ConfigError(
+            f"{source}: household: column {household!r} is missing in {nulls:,} rows; every row needs its household "
+            "id (a one-person household gets an id of its own)."
+        )
+    for c in columns:
+        bad = (
+            frame.group_by(household)
+            .agg(pl.col(c).n_unique().alias("__n"), pl.col(c).unique(maintain_order=True).head(2).alias("__v"))
+            .filter(pl.col("__n") > 1)
+            .sort(household)
+        )
+        if bad.height:
+            first = bad.row(0, named=True)
+            raise ConfigError(
+                f"{source}: household_columns: column {c!r} is not constant within households: household "
+                f"{first[household]!r} has the values {first['__v'][0]!r} and {first['__v'][1]!r} "
+                f"({bad.height:,} households differ). A household-level column holds one value per household; fix the "
+                f"data or remove {c!r} from household_columns."
+            )
 
 
 def guess_columns(frame: pl.DataFrame) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -49,8 +76,12 @@ def resolve_roles(
 ) -> tuple[PipelineConfig, Roles]:
     """Fill in the roles (Adult defaults, or guesses flagged with their fix) and check every column exists."""
     src = config.source
-    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical", "attacker_knows"):
+    for key in ("quasi_identifiers", "numeric", "sensitive", "weight", "identifiers", "keep", "categorical",
+                "attacker_knows", "household_columns"):
         check_columns_exist(frame.columns, getattr(config, key) or (), key, src)
+    if config.household is not None:
+        check_columns_exist(frame.columns, [config.household], "household", src)
+        check_household(frame, config.household, config.household_columns or (), src)
     categorical = _categorical(config, frame, labels)
     for i, step in enumerate(config.steps):
         step.check_names(frame.columns, src, i)
@@ -71,7 +102,7 @@ def resolve_roles(
         declared = (*(config.numeric or ()), *(config.keep or ()))
         guess = guess_roles(
             frame,
-            exclude=declared,
+            exclude=(*declared, *([config.household] if config.household else [])),
             sensitive=config.sensitive or (),
             weight=config.weight or (),
             identifiers=config.identifiers or (),
@@ -89,7 +120,8 @@ def resolve_roles(
             numeric=tuple(config.numeric) if config.numeric else (guess.numeric if not config.declares_roles else ()),
             keep=tuple(config.keep or ()),
         )
-    roles = replace(roles, categorical=categorical)
+    roles = replace(roles, categorical=categorical, household=config.household,
+                    household_columns=tuple(config.household_columns or ()), household_id=config.household_id)
     roles = replace(roles, flags=(*roles.flags, *flag_declared(frame, roles)))
     for i, step in enumerate(config.steps):
         step.check(frame, roles, labels, source=src, index=i, declared_categorical=config.categorical or ())

@@ -20,6 +20,7 @@ from sdckit._checks import _WEIGHT_NAME
 __all__ = ["Flag", "Roles", "guess_roles"]
 
 _ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid)([^a-z]|$)|_id$|^id_")
+_HOUSEHOLD_NAME = re.compile(r"(^|[^a-z])(hid|hhid|hh|hh_id|household|household_id|hhno|family_id|firm_id|entity)([^a-z]|$)")
 _TARGET_NAME = re.compile(r"(^|[^a-z])(target|label|class|outcome|y|income|salary|diagnosis|disease|response)([^a-z]|$)")
 NEAR_UNIQUE = 0.5
 """A column with at least this share of distinct values among the rows is near-unique."""
@@ -31,7 +32,7 @@ class Flag:
 
     column: str
     kind: str
-    """``near-unique``, ``weight-like``, ``id-like``, ``target-like`` or ``guessed``."""
+    """``near-unique``, ``weight-like``, ``id-like``, ``household-like``, ``target-like`` or ``guessed``."""
     message: str
 
     def to_dict(self) -> dict[str, str]:
@@ -53,17 +54,29 @@ class Roles:
     guessed: bool = False
     """True when the quasi-identifiers were guessed from the data."""
     flags: tuple[Flag, ...] = field(default_factory=tuple)
+    household: str | None = None
+    """The column grouping rows into households/entities (released as fresh random ids, or dropped)."""
+    household_columns: tuple[str, ...] = ()
+    """Household-level columns: one value per household."""
+    household_id: str = "random"
+    """``random`` (the household column goes out as fresh random ids) or ``drop``."""
 
     def released(self, columns: Sequence[str]) -> tuple[str, ...]:
         """The columns of ``columns`` (in order) that have a releasing role."""
         out = set(self.quasi_identifiers) | set(self.numeric) | set(self.sensitive) | set(self.weight) | set(self.keep)
         out -= set(self.identifiers)
+        if self.household is not None and self.household_id == "random":
+            out.add(self.household)
         return tuple(c for c in columns if c in out)
 
     def not_released(self, columns: Sequence[str]) -> dict[str, str]:
         """Columns withheld, with why: ``identifier`` or ``no role``."""
         rel = set(self.released(columns))
-        return {c: ("identifier, never released" if c in self.identifiers else "no role") for c in columns if c not in rel}
+        return {
+            c: ("identifier, never released" if c in self.identifiers
+                else "household id, dropped (household_id: drop)" if c == self.household else "no role")
+            for c in columns if c not in rel
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +89,8 @@ class Roles:
             "categorical": list(self.categorical),
             "guessed": self.guessed,
             "flags": [f.to_dict() for f in self.flags],
+            **({"household": self.household, "household_columns": list(self.household_columns),
+                "household_id": self.household_id} if self.household is not None else {}),
         }
 
 
@@ -128,6 +143,12 @@ def guess_roles(
                 guessed_sensitive.append(name)
                 flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
                                   f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
+            continue
+        if _HOUSEHOLD_NAME.search(low) and "weight" not in low:
+            guessed_ids.append(name)
+            flags.append(Flag(name, "household-like", f"{name!r} looks like a household or entity id ({n_distinct:,} "
+                              f"values in {n:,} rows): withheld. If it groups rows into households, declare it "
+                              f"(household: {name}): k then counts households and it is released as fresh random ids."))
             continue
         unique = n > 2 and n_distinct == n
         counter = unique and dtype.is_integer() and _is_counter(frame[name])

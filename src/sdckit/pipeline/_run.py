@@ -133,26 +133,35 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             source=config.source, index=i, k=config.k, budget=config.budget, bound_method=config.bound_method,
             quasi_identifiers=step_qis, numeric=tuple(config.numeric or ()), linked=linked.step_keys,
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
-            masked=frozenset(masked),
+            masked=frozenset(masked), household=roles.household, household_columns=roles.household_columns,
+            weight=roles.weight[0] if roles.weight else None,
         )
         before = protected
         protected, log = step.run(protected, ctx)
         protected = ghost_suppress(before, protected, linked)
+        _check_households_whole(protected, roles, f"{ctx.where}.{step.kind}")
         masked.update(c for c in step.masked_columns(log) if c in protected.columns)
         known = _known_after(known, before, protected, step, log)
         logs.append(log)
     released = roles.released(protected.columns)
     not_released = roles.not_released(frame.columns)
     not_released.update({c: "suppressed by a step" for c in frame.columns if c not in protected.columns and c not in not_released})
+    if roles.household is not None and roles.household in released:
+        seed = None if base is None else base + len(config.steps) + 1
+        protected = protected.with_columns(fresh_household_ids(protected[roles.household], seed))
     protected = protected.select(released)
     weight = roles.weight[0] if roles.weight else None
+    entity = roles.household
+    input_columns = roles.released(frame.columns)
+    if entity is not None and entity not in input_columns:
+        input_columns = (*input_columns, entity)
     known_qis = known.select([c for c in known.columns if c in set(qis) | {weight}])
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
     input_measure = measure_release(
-        frame.select(roles.released(frame.columns)), quasi_identifiers=qis, k=config.k, budget=config.budget,
+        frame.select(input_columns), quasi_identifiers=qis, k=config.k, budget=config.budget,
         sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
-        categorical=roles.categorical,
+        categorical=roles.categorical, entity=entity,
     )
     categorical = set(roles.categorical)
     masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric() and c not in categorical]
@@ -160,11 +169,13 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
+        entity=entity,
     )
     # the attacker's posterior on each person's row given every released column (aligned: before the shuffle)
     posterior = row_posterior(
         protected, known_qis, list(qis), k=config.k,
-        features=[c for c in protected.columns if c not in set(qis) and c != weight], masked=masked_numeric,
+        # the household id is a fresh random number: it says who lives together (household risk), not who a row is
+        features=[c for c in protected.columns if c not in {*qis, weight, entity}], masked=masked_numeric,
     ) if known_qis.height == protected.height else None
     scenarios = [scenario("the quasi-identifiers (the headline)", protected, known_qis, qis, config.k)]
     wider = [c for c in (config.attacker_knows or ()) if c in protected.columns and c not in qis]
@@ -190,6 +201,33 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
         linked=linked, scenarios=tuple(scenarios), posterior=posterior,
     )
+
+
+def _check_households_whole(frame: pl.DataFrame, roles: Roles, where: str) -> None:
+    """Refuse a step that left a household-level column with two values (or a value and a suppressed
+    cell) in one household: the release would show which members were masked."""
+    if roles.household is None or roles.household not in frame.columns:
+        return
+    for c in roles.household_columns:
+        if c not in frame.columns:
+            continue
+        bad = frame.group_by(roles.household).agg(pl.col(c).n_unique().alias("__n")).filter(pl.col("__n") > 1)
+        if bad.height:
+            raise ConfigError(
+                f"{where}: left household-level column {c!r} different between members of {bad.height:,} households "
+                f"(e.g. household {bad.sort(roles.household)[roles.household][0]!r}); a household-level value is masked "
+                f"for every member or none. Leave {c!r} out of this step, or out of household_columns."
+            )
+
+
+def fresh_household_ids(ids: pl.Series, seed: int | None) -> pl.Series:
+    """Each household's id replaced by a fresh random number 1..m (OS entropy unless ``seed``): members
+    stay linked to one another, and nothing links the release's ids to the input's."""
+    uniq = ids.unique()
+    fresh = np.random.default_rng(seed).permutation(uniq.len()) + 1
+    table = pl.DataFrame({"__old": uniq, "__new": fresh.astype(np.int64)})
+    mapped = pl.DataFrame({"__old": ids}).join(table, on="__old", how="left", maintain_order="left")["__new"]
+    return mapped.alias(ids.name)
 
 
 def _known_after(known: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame, step: Step, log: StepLog) -> pl.DataFrame:

@@ -63,6 +63,16 @@ def _missing_note(release: ReleaseMeasure) -> str:
 def headline(release: ReleaseMeasure) -> str:
     """The headline in plain words, in the reading the budget uses."""
     k = release.k
+    entity = getattr(release, "entity", None)
+    if entity is not None:  # k over households/entities (issue 35): the unit an attacker recognises
+        if release.n_below_k == 0:
+            return (f"every group of identical released rows holds at least {k} distinct households/entities "
+                    f"({entity}; suppressed cells included)")
+        return (
+            f"{_pct(release.exposure_at_k)} of released rows are in groups of fewer than {k} distinct households/"
+            f"entities ({entity}; {release.n_single_entity_rows or 0:,} rows in groups of one entity's rows; the "
+            f"budget allows {_pct(release.budget)})"
+        )
     if release.missing_semantics == "value":
         if release.n_below_k == 0:
             other = "other" if k == 2 else "others"
@@ -90,6 +100,13 @@ def beside(release: ReleaseMeasure) -> str:
         parts.append(
             f"with a suppressed cell matching any value (sdcMicro's reading), {_pct(release.exposure_wildcard)} of "
             f"users are in groups smaller than {k}"
+        )
+    hh = getattr(release, "household_risk", None)
+    if hh:
+        parts.append(
+            f"household risk (sdcMicro's hier_risk: a household is re-identified if any member is) "
+            f"{_pct(hh['global_risk'])}, {hh['expected_households']:.3g} households expected re-identified of "
+            f"{hh['n_households']:,}"
         )
     if release.population_exposure_at_k is not None:
         parts.append(

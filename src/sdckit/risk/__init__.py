@@ -25,6 +25,7 @@ from sdckit.risk._counts._lazy_keys import with_group_sizes, with_wildcard_sizes
 from sdckit.risk._counts._marginals import Marginals
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
 from sdckit.risk._measures._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
+from sdckit.risk._measures._household import HouseholdRisk, entity_group_sizes, household_risk
 from sdckit.risk._measures._individual import (
     IndividualRisk,
     benedetti_franconi,
@@ -75,6 +76,7 @@ __all__ = [
     "DRiskRMD",
     "DiversityKind",
     "ExposureCurve",
+    "HouseholdRisk",
     "IndividualRisk",
     "IntervalMethod",
     "LDiversity",
@@ -91,12 +93,14 @@ __all__ = [
     "consistent_counts",
     "d_risk",
     "d_risk_rmd",
+    "entity_group_sizes",
     "entropy",
     "entropy_exposure_bound",
     "entropy_exposure_bound_sharp",
     "estimate_statistical_exposure",
     "exposure",
     "exposure_curve",
+    "household_risk",
     "individual_risk",
     "joint_exposure_bound",
     "l_diversity",

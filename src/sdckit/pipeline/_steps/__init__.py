@@ -20,6 +20,7 @@ from sdckit.pipeline._steps._noise import NoiseStep
 from sdckit.pipeline._steps._pram import PramStep
 from sdckit.pipeline._steps._rank_swap import RankSwapStep
 from sdckit.pipeline._steps._recode import RecodeStep
+from sdckit.pipeline._steps._record_swap import RecordSwapStep
 from sdckit.pipeline._steps._suppress import SuppressStep
 from sdckit.pipeline._steps._top_code import TopCodeStep
 
@@ -35,6 +36,7 @@ __all__ = [
     "PramStep",
     "RankSwapStep",
     "RecodeStep",
+    "RecordSwapStep",
     "Step",
     "StepContext",
     "StepLog",
@@ -54,6 +56,7 @@ _REGISTERED: tuple[type[Step], ...] = (
     TopCodeStep,
     LocalSuppressionStep,
     PramStep,
+    RecordSwapStep,
 )
 
 STEPS: dict[str, type[Step]] = {cls.model_fields["kind"].default: cls for cls in _REGISTERED}

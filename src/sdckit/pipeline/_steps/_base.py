@@ -78,6 +78,12 @@ class StepContext:
     linked: tuple[str, ...] = ()
     """Released columns that reveal a key and count as quasi-identifiers (``linked_as: key``): a step
     that takes keys (``local_suppression``) takes them with the keys it is given."""
+    household: str | None = None
+    """The column grouping rows into households/entities (k then counts distinct entities); None: rows."""
+    household_columns: tuple[str, ...] = ()
+    """Household-level columns (one value per household): suppressed for every member or none."""
+    weight: str | None = None
+    """The sampling-weight column, if any (household risk)."""
 
     @property
     def where(self) -> str:

@@ -22,7 +22,7 @@ class LocalSuppressionStep(AnonymizeOptions):
 
     example: ClassVar[str] = "{k: 5}"
     estimator: ClassVar[type] = LocalSuppressor
-    filled: ClassVar[tuple[str, ...]] = ("k", "columns", "random_state")
+    filled: ClassVar[tuple[str, ...]] = ("k", "columns", "random_state", "entity", "household_columns")
 
     k: GroupSize | None = None
     """Group size every record must reach (default: the pipeline's ``k``)."""
@@ -68,7 +68,12 @@ class LocalSuppressionStep(AnonymizeOptions):
 
     def fill(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
         qis = [q for q in ctx.quasi_identifiers if q in columns]  # the keys are the quasi-identifiers, not every column
-        return {"k": ctx.k, "columns": qis, "random_state": ctx.seed}
+        out: dict[str, Any] = {"k": ctx.k, "columns": qis, "random_state": ctx.seed}
+        if ctx.household is not None and ctx.engine is None:  # k over households, household-level cells kept whole
+            keys = self.named_columns() or qis
+            out["entity"] = ctx.household
+            out["household_columns"] = [c for c in ctx.household_columns if c in keys]
+        return out
 
     def estimator_params(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
         """The keys given (or the quasi-identifiers), with the linked columns of the run added: a key
@@ -86,7 +91,11 @@ class LocalSuppressionStep(AnonymizeOptions):
     def describe(self, total: int, parts: str, params: dict[str, Any], ctx: StepContext) -> str:
         name = self.estimator.__name__
         what = f"{name} set {total:,} cell(s) to missing: {parts}." if total else f"{name} set no cell to missing."
-        if total and self.method == "decoys":
+        if total and self.method == "decoys" and params.get("entity"):
+            what += (f" Every group of identical rows now holds at least {params.get('k', ctx.k)} distinct households "
+                     f"({params['entity']}), suppressed cells included (decoys drawn at random among larger groups); a "
+                     "household-level value suppressed for one member is suppressed for all.")
+        elif total and self.method == "decoys":
             what += (f" Every row is now identical to at least {params.get('k', ctx.k) - 1} others, suppressed "
                      "cells included (decoys drawn at random among larger groups).")
         elif total:

@@ -10,6 +10,7 @@ import polars as pl
 from numpy.typing import NDArray
 from pydantic import field_validator
 
+from sdckit.errors import ConfigError, TooFewRowsError
 from sdckit.microagg import Microaggregation, MomentRestorer, PositivityRestorer
 from sdckit.pipeline._fields import Columns, Flag, GroupSize, split_columns
 from sdckit.pipeline._steps._base import StepContext, StepLog
@@ -145,13 +146,30 @@ class MicroaggregateStep(NumericStep):
                 frame, merged = merge_small_strata(frame, strata, self.k)
                 details["suppressed_cells"] = merged
         original = frame.select(columns)
+        entity = ctx.household if ctx.household in frame.columns else None
+        where = f"{ctx.where}.microaggregate"
+        if entity is not None and self.method != "mdav":
+            raise ConfigError(
+                f"{where}: method: {self.method} does not keep households apart; with household: {entity} use "
+                "method: mdav (every group then holds k distinct households)."
+            )
         model = Microaggregation(
-            k=self.k, method=self.method, columns=list(columns), strata=strata or None, allow_linear_relations=True
+            k=self.k, method=self.method, columns=list(columns), strata=strata or None, allow_linear_relations=True,
+            entity=entity,
         )
-        masked = model.fit_transform(frame.select([*columns, *strata])).select(columns)
+        try:
+            masked = model.fit_transform(frame.select([*columns, *strata, *([entity] if entity else [])])).select(columns)
+        except TooFewRowsError as err:
+            if entity is None:
+                raise
+            raise ConfigError(f"{where}: refused: {err}") from None
+        if entity is not None:
+            details["entity"] = entity
         details["information_loss_percent"] = float(model.information_loss_)
         details["n_groups"] = int(model.n_groups_)
         what = f"{self.method.upper()} with k = {self.k} on {len(columns)} column(s): IL {model.information_loss_:.2f} %"
+        if entity is not None:
+            what += f"; every group holds at least {self.k} distinct households ({entity})"
         if strata:
             what += f", within strata of {', '.join(strata)}"
             if merged:

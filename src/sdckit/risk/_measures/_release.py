@@ -48,6 +48,7 @@ from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._counts._lazy_keys import with_wildcard_sizes
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._household import entity_group_sizes, household_risk
 from sdckit.risk._measures._individual import individual_risk, with_individual_risk
 from sdckit.risk._measures._ldiversity import l_diversity
 from sdckit.risk._measures._linkage import d_risk, d_risk_rmd, interval_disclosure, record_linkage
@@ -144,6 +145,18 @@ class ReleaseMeasure:
     is the nearest and within the k nearest, ``euclidean`` on standardised columns and
     ``mahalanobis``), ``d_risk`` (sdcMicro's ``dRisk``, :func:`sdckit.risk.d_risk`) and ``d_risk_rmd``
     (sdcMicro's ``dRiskRMD``, :func:`sdckit.risk.d_risk_rmd`); None when no numeric column is masked."""
+    # --- households and entities (issue 35) ---
+    entity: str | None = None
+    """The column grouping rows into households/entities; when set, every group figure above
+    (k-anonymity, exposure at k, uniques, the budget) counts distinct entities, not rows."""
+    n_entities: int | None = None
+    """Distinct households/entities in the release."""
+    n_single_entity_rows: int | None = None
+    """Rows in groups made of one entity's rows only (a firm's twelve months, one household)."""
+    rows_below_k: int | None = None
+    """With an entity: rows in groups of fewer than k rows (the row count beside the entity count)."""
+    household_risk: dict[str, Any] | None = None
+    """With an entity: sdcMicro's household risk of the release (:meth:`sdckit.risk.HouseholdRisk.to_dict`)."""
 
     @property
     def within_budget(self) -> bool:
@@ -184,6 +197,11 @@ class ReleaseMeasure:
             "information_loss": self.information_loss,
             "warnings": list(self.warnings),
             "numeric_risk": self.numeric_risk,
+            "entity": self.entity,
+            "n_entities": self.n_entities,
+            "n_single_entity_rows": self.n_single_entity_rows,
+            "rows_below_k": self.rows_below_k,
+            "household_risk": self.household_risk,
         }
 
 
@@ -455,6 +473,7 @@ def measure_release(
     known: pl.DataFrame | None = None,
     weights: str | None = None,
     categorical: Sequence[str] = (),
+    entity: str | None = None,
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -484,6 +503,12 @@ def measure_release(
         release is the population, r = 1 / f_k).
     categorical : columns whose values are categories even when numbers (``sex`` = 1/2): never
         advised to be microaggregated, never in interval disclosure.
+    entity : the column grouping rows into households or entities (a firm's monthly rows), taken
+        from the release, else from ``original`` (same rows, same order: a release that drops the
+        id). Then a group's size is the number of distinct entities among its identical released
+        rows (a missing cell a value of its own, in either reading: counting entities in the
+        overlapping wildcard groups would only give larger counts), and the household risk of the
+        release is measured (:func:`sdckit.risk.household_risk`).
 
     Notes
     -----
@@ -515,8 +540,14 @@ def measure_release(
         raise InputError(f"weights={weights!r} is neither a column of the release nor of the original rows; "
                          "name the sampling-weight column.")
     _check_missing_semantics(missing_semantics)
-    grouped = _group_sizes if missing_semantics == "wildcard" else _strict_group_sizes
     qis = tuple(c for c in quasi_identifiers if c in release.columns)
+    entities = _entity_ids(release, original, entity)
+
+    def grouped(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
+        if entities is not None:
+            return entity_group_sizes(frame, cols, entities)
+        return (_group_sizes if missing_semantics == "wildcard" else _strict_group_sizes)(frame, cols)
+
     sizes = grouped(release, qis)
     n_missing = int(sum(release[c].null_count() for c in qis))
     exposure = _exposure(sizes, k)
@@ -530,6 +561,8 @@ def measure_release(
         l_div, l_note = _l_diversity(release, qis, sensitive)
     n_groups = release.select(qis).unique().height if qis else (1 if release.height else 0)
     wildcard = _exposure(_group_sizes(release, qis), k) if n_missing and missing_semantics == "value" else exposure
+    if entities is not None:
+        wildcard = exposure  # one reading of entity groups (see ``entity``)
     w_release = _weights(release, weights)
     consistent = consistent_counts(release, known, qis) if known is not None else None
     w_known = _weights(known, weights) if known is not None and weights in known.columns else None
@@ -570,7 +603,50 @@ def measure_release(
         information_loss=_information_loss(original, release, qis, masked) if original is not None else None,
         warnings=_warnings(release, qis, sensitive, masked, weights, l_div),
         numeric_risk=_numeric_risk(original, release, masked, k) if original is not None else None,
+        entity=entity if entities is not None else None,
+        n_entities=int(entities.n_unique()) if entities is not None else None,
+        n_single_entity_rows=int(np.sum(sizes == 1)) if entities is not None else None,
+        rows_below_k=int(np.sum(_strict_group_sizes(release, qis) < k)) if entities is not None else None,
+        household_risk=_household(release, qis, weights, original, entities, missing_semantics),
     )
+
+
+def _entity_ids(release: pl.DataFrame, original: pl.DataFrame | None, entity: str | None) -> pl.Series | None:
+    """The entity id of each released row: from the release, else from ``original`` (same rows, same order)."""
+    if entity is None:
+        return None
+    source = release if entity in release.columns else original
+    if source is None or entity not in source.columns or source.height != release.height:
+        raise InputError(
+            f"entity={entity!r} is neither a column of the release nor of the original rows (same rows, same order); "
+            "name the household/entity column."
+        )
+    ids = source[entity]
+    if ids.null_count():
+        raise InputError(f"entity column {entity!r} is missing in {ids.null_count():,} rows; every row needs its entity id.")
+    return ids
+
+
+def _household(
+    release: pl.DataFrame, qis: Sequence[str], weights: str | None, original: pl.DataFrame | None,
+    entities: pl.Series | None, missing: str,
+) -> dict[str, Any] | None:
+    """The release's household risk on its quasi-identifiers (None without an entity)."""
+    if entities is None or not qis or not release.height:
+        return None
+    frame = release.select(qis).with_columns(entities.alias("__entity"))
+    if weights is not None:
+        source = release if weights in release.columns else original
+        if source is None or weights not in source.columns or source.height != release.height:
+            raise InputError(f"weights={weights!r}: the column is neither in the release nor in the original rows.")
+        frame = frame.with_columns(source[weights].alias(weights))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = household_risk(frame, list(qis), household="__entity", weights=weights,
+                             missing="wildcard" if missing == "wildcard" else "value")
+    out = got.to_dict()
+    out["household"] = entities.name
+    return out
 
 
 def _individual(
