@@ -153,10 +153,13 @@ def _print_verdict(result: object) -> None:
                      "undo the random steps).")
     if not result.config.shuffle_rows:
         stdout.print("[yellow]Rows in the input's order (shuffle_rows: false):[/] they link to the input by position.")
-    if measure.within_budget:
-        stdout.print(f"[green]{text}[/]")
+    if measure.within_budget and not measure.attacks_show_risk:
+        stdout.print(f"[green]{escape(text)}[/]", highlight=False)
         return
-    stdout.print(f"[bold red]{text}[/]")
+    if measure.within_budget:  # the attacks show risk: a warning, not a refusal
+        stdout.print(f"[bold yellow]{escape(text)}[/]", highlight=False)
+        return
+    stdout.print(f"[bold red]{escape(text)}[/]", highlight=False)
     for fix in measure.fixes:
         stdout.print(f"  [red]fix:[/] {fix}")
 
@@ -227,7 +230,10 @@ def run(
         stderr.print(f"[yellow]The data file of an earlier run at {cfg.output_data} was renamed {written['set_aside'].name}[/] "
                      "(it is not this release).", highlight=False)
     if result.refused:
-        stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
+        over = ", ".join(measure.attacks_over_budget) if measure is not None else ""
+        stderr.print("[bold red]Refused:[/] the release is over its budget"
+                     + (f" (attacks over their budget: {over})" if over else "")
+                     + "; no data file was written (see the report).")
         raise typer.Exit(ExitCode.REFUSED)
 
 

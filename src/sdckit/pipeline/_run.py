@@ -35,6 +35,7 @@ from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import SUPPRESSED, Step, StepContext, StepLog, merge_small_strata
 from sdckit.plan import plan_release
 from sdckit.risk import Marginals
+from sdckit.risk._measures._attacks import AttackSettings
 from sdckit.risk._measures._release import measure_release
 
 __all__ = ["SUPPRESSED", "PipelineResult", "StepLog", "guess_columns", "merge_small_strata", "run_pipeline", "write_outputs"]
@@ -155,6 +156,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
+        attacks=_attack_settings(config),
     )
     labels = (labels_in or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
@@ -171,6 +173,18 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
+    )
+
+
+def _attack_settings(config: PipelineConfig) -> AttackSettings | None:
+    """The attacks of the release measure: from OS entropy, or from the seed in a reproducible run."""
+    section = config.attacks
+    if not section.run:
+        return None
+    base = config.step_seed
+    return AttackSettings(
+        n_attacks=section.n_attacks, n_control=section.n_control, budget=section.budgets(),
+        seed=None if base is None else base + len(config.steps) + 1,
     )
 
 

@@ -204,7 +204,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
                 ("columns released", len(release.columns), f" of {len(result.input_frame.columns) if result.input_frame is not None else len(release.columns)}"),
             ]
         ),
-        alert(headline) if not release.within_budget else paragraph(headline),
+        alert(headline) if not release.within_budget or release.attacks_show_risk else paragraph(headline),
         *warning_blocks(release.warnings),
         *[paragraph(line) for line in lines],
         paragraph(

@@ -48,6 +48,7 @@ from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._counts._lazy_keys import with_wildcard_sizes
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._attacks import AttackSettings, judge_attacks, release_attacks
 from sdckit.risk._measures._individual import individual_risk, with_individual_risk
 from sdckit.risk._measures._ldiversity import l_diversity
 from sdckit.risk._measures._linkage import d_risk, d_risk_rmd, interval_disclosure, record_linkage
@@ -144,11 +145,27 @@ class ReleaseMeasure:
     is the nearest and within the k nearest, ``euclidean`` on standardised columns and
     ``mahalanobis``), ``d_risk`` (sdcMicro's ``dRisk``, :func:`sdckit.risk.d_risk`) and ``d_risk_rmd``
     (sdcMicro's ``dRiskRMD``, :func:`sdckit.risk.d_risk_rmd`); None when no numeric column is masked."""
+    # --- the attacks an outsider runs, every released column known (issue 34) ---
+    attacks: dict[str, Any] | None = None
+    """Singling out, linkability and inference on the release against a held-out control
+    (:func:`sdckit.risk._measures._attacks.release_attacks`), each with its risk, interval, budget,
+    and ``over_budget`` / ``shows_risk`` (:func:`~sdckit.risk._measures._attacks.judge_attacks`);
+    None when not run."""
+
+    @property
+    def attacks_over_budget(self) -> tuple[str, ...]:
+        """The attacks whose risk is above their budget (the refusal rule applies)."""
+        return tuple(self.attacks.get("over_budget", ())) if self.attacks else ()
+
+    @property
+    def attacks_show_risk(self) -> tuple[str, ...]:
+        """The attacks over budget, or without a budget with a risk above 5 %: the verdict warns."""
+        return tuple(self.attacks.get("shows_risk", ())) if self.attacks else ()
 
     @property
     def within_budget(self) -> bool:
-        """True when exposure at k is at most the budget."""
-        return self.exposure_at_k <= self.budget + 1e-12
+        """True when exposure at k is at most the budget and no attack is over its budget."""
+        return self.exposure_at_k <= self.budget + 1e-12 and not self.attacks_over_budget
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +201,7 @@ class ReleaseMeasure:
             "information_loss": self.information_loss,
             "warnings": list(self.warnings),
             "numeric_risk": self.numeric_risk,
+            "attacks": self.attacks,
         }
 
 
@@ -455,6 +473,7 @@ def measure_release(
     known: pl.DataFrame | None = None,
     weights: str | None = None,
     categorical: Sequence[str] = (),
+    attacks: AttackSettings | None = None,
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -484,6 +503,9 @@ def measure_release(
         release is the population, r = 1 / f_k).
     categorical : columns whose values are categories even when numbers (``sex`` = 1/2): never
         advised to be microaggregated, never in interval disclosure.
+    attacks : run singling out, linkability and inference on the release (needs ``original`` row for
+        row; ``known``, when row for row too, gives the attacker's quasi-identifiers after the public
+        recodings), with these sample sizes, seed and budget; None: not run.
 
     Notes
     -----
@@ -570,7 +592,33 @@ def measure_release(
         information_loss=_information_loss(original, release, qis, masked) if original is not None else None,
         warnings=_warnings(release, qis, sensitive, masked, weights, l_div),
         numeric_risk=_numeric_risk(original, release, masked, k) if original is not None else None,
+        attacks=_attacks(original, release, known, qis, masked, sensitive, attacks) if original is not None else None,
     )
+
+
+def _attacks(
+    original: pl.DataFrame, release: pl.DataFrame, known: pl.DataFrame | None, qis: Sequence[str],
+    masked: Sequence[str], sensitive: Sequence[str], settings: AttackSettings | None,
+) -> dict[str, Any] | None:
+    """The three attacks on the release, the targets being the original rows with the quasi-identifiers
+    as the attacker knows them (after the public recodings, from ``known``; a masked numeric column's
+    true value from ``original``)."""
+    if settings is None or original.height != release.height or release.height < 20:
+        return None
+    targets = original.select([c for c in release.columns if c in original.columns])
+    if known is not None and known.height == release.height:
+        masked_set = set(masked)
+        recoded = [known[c] for c in qis if c in known.columns and c in targets.columns and c not in masked_set]
+        targets = targets.with_columns(recoded) if recoded else targets
+    secrets = [c for c in sensitive if c in targets.columns] or None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        figures = release_attacks(
+            targets, release.select(targets.columns), quasi_identifiers=qis, secrets=secrets,
+            n_attacks=settings.n_attacks, n_control=settings.n_control, confidence=settings.confidence,
+            seed=settings.seed,
+        )
+    return judge_attacks(figures, dict(settings.budget))
 
 
 def _individual(
