@@ -301,14 +301,15 @@ def singling_out_attack(
         key = tuple((j, float(v), ge) for j, v, ge in query)
         if key in seen:
             continue
-        hit = np.ones(m, dtype=bool)
-        for j, v, ge in query:
-            hit &= _predicate(enc.release[j], enc.numeric[j], v, ge, released=True)
-        hits = int(hit.sum())
+        rows = np.flatnonzero(_predicate(enc.release[query[0][0]], enc.numeric[query[0][0]], query[0][1], query[0][2],
+                                         released=True))
+        for j, v, ge in query[1:]:  # only the rows still matching: each further predicate costs less
+            rows = rows[_predicate(enc.release[j][rows], enc.numeric[j], v, ge, released=True)]
+        hits = int(rows.size)
         if hits == 1:
             seen.add(key)
             queries.append(query)
-        elif 1 < hits <= DEDUP_CHECK_MAX and _one_distinct(enc, np.flatnonzero(hit)):
+        elif 1 < hits <= DEDUP_CHECK_MAX and _one_distinct(enc, rows):
             dedup_only += 1  # anonymeter, deduplicating, would count this query as singling out
             if deduplicate:
                 seen.add(key)
