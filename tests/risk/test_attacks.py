@@ -173,6 +173,8 @@ def test_judge_attacks_budget_and_warning() -> None:
     figures = {"singling_out": {"risk": 0.08, "risk_low": 0.05, "risk_high": 0.11},
                "linkability": {"risk": 0.02, "risk_low": 0.0, "risk_high": 0.04},
                "inference": {"risk": 0.06, "risk_low": 0.01, "risk_high": 0.11}}
+    noisy = {"inference": {"risk": 0.12, "risk_low": 0.0, "risk_high": 0.41}}  # above 5 %, but not beyond chance
+    assert judge_attacks(noisy, {})["shows_risk"] == []
     got = judge_attacks({k: dict(v) for k, v in figures.items()}, {"singling_out": 0.1, "linkability": 0.01})
     assert got["over_budget"] == ["linkability"]
     assert got["shows_risk"] == ["linkability", "inference"]  # singling out is within its budget

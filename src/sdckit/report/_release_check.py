@@ -131,7 +131,7 @@ def attack_text(release: ReleaseMeasure) -> str:
     if shows:
         return (
             f"WARNING: the attacks show risk ({', '.join(ATTACK_NAMES[n] for n in shows)}: a risk above "
-            f"{100 * figures['warn_risk']:.0f} %). " + text + " Mask the columns they use (e.g. strata: "
+            f"{100 * figures['warn_risk']:.0f} %, its interval clear of 0). " + text + " Mask the columns they use (e.g. strata: "
             "quasi_identifiers on a microaggregation step, a larger k), or set attacks: budget: in the pipeline "
             "to refuse such a release."
         )

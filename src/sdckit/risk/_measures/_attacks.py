@@ -69,7 +69,8 @@ ATTACKS: tuple[str, ...] = ("singling_out", "linkability", "inference")
 """The three attacks, by the names a budget uses."""
 
 ATTACK_WARN_RISK = 0.05
-"""Without a budget, an attack whose risk (the point estimate) is above this makes the verdict a warning."""
+"""Without a budget, an attack whose risk is above this, with an interval that excludes 0 (the attack does
+better than the control beyond chance), makes the verdict a warning."""
 
 NUMERIC_TOLERANCE = 0.05
 """An inferred number is right when within 5 % of the guess (anonymeter's tolerance)."""
@@ -525,7 +526,7 @@ class AttackSettings:
 def judge_attacks(figures: dict[str, Any], budget: dict[str, float]) -> dict[str, Any]:
     """``figures`` with each attack's budget and verdict: ``over_budget`` (its risk above its budget;
     the refusal rule applies) and ``shows_risk`` (over budget, or without a budget its risk above
-    :data:`ATTACK_WARN_RISK`)."""
+    :data:`ATTACK_WARN_RISK` with the interval's low end above 0)."""
     over: list[str] = []
     shows: list[str] = []
     for name in ATTACKS:
@@ -536,6 +537,6 @@ def judge_attacks(figures: dict[str, Any], budget: dict[str, float]) -> dict[str
         got["budget"] = limit
         if limit is not None and got["risk"] > limit + 1e-12:
             over.append(name)
-        if (limit is not None and got["risk"] > limit + 1e-12) or (limit is None and got["risk"] > ATTACK_WARN_RISK):
+        if (limit is not None and got["risk"] > limit + 1e-12) or (limit is None and got["risk"] > ATTACK_WARN_RISK and got["risk_low"] > 0.0):
             shows.append(name)
     return {**figures, "over_budget": over, "shows_risk": shows, "warn_risk": ATTACK_WARN_RISK}

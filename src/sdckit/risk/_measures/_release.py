@@ -159,7 +159,7 @@ class ReleaseMeasure:
 
     @property
     def attacks_show_risk(self) -> tuple[str, ...]:
-        """The attacks over budget, or without a budget with a risk above 5 %: the verdict warns."""
+        """The attacks over budget, or without a budget with a risk above 5 % (interval clear of 0): the verdict warns."""
         return tuple(self.attacks.get("shows_risk", ())) if self.attacks else ()
 
     @property
