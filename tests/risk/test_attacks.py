@@ -15,9 +15,9 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import polars as pl
 import pytest
-from tests.risk._anonymeter_case import case
 
 from sdckit.microagg import MDAV
 from sdckit.risk._measures._attacks import (
@@ -31,6 +31,38 @@ from sdckit.risk._measures._attacks import (
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+
+# --- the anonymeter case: its design applies (see _anonymeter_case.py for how its figures were computed) ---
+
+N = 1000
+
+
+def population(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Two correlated numbers and three categories, one of them tied to the first number."""
+    x1 = rng.normal(size=n)
+    x2 = x1 * 0.6 + rng.normal(size=n) * 0.8
+    c1 = np.where(x1 + rng.normal(size=n) > 0, "a", "b")
+    return pd.DataFrame({"c1": c1, "c2": rng.choice(list("pqrs"), n), "c3": rng.choice(list("uvwxyz"), n),
+                         "x1": x1.round(4), "x2": x2.round(4)})
+
+
+def mask(df: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    """30 % of c2 and c3 redrawn at random; the numbers with a little noise."""
+    out = df.copy()
+    for c, values in (("c2", list("pqrs")), ("c3", list("uvwxyz"))):
+        flip = rng.random(len(df)) < 0.3
+        out.loc[flip, c] = rng.choice(values, int(flip.sum()))
+    out["x1"] = (df["x1"] + rng.normal(scale=0.003, size=len(df))).round(4)
+    out["x2"] = (df["x2"] + rng.normal(scale=0.003, size=len(df))).round(4)
+    return out
+
+
+def case(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(targets, release, control)."""
+    rng = np.random.default_rng(seed)
+    ori, control = population(N, rng), population(N, rng)
+    return ori, mask(ori, rng), control
+
 
 # anonymeter 1.1.0, (risk, ci low, ci high) at 95 %, n_attacks=300; SinglingOutEvaluator(n_cols=3,
 # seed=seed).evaluate(mode="multivariate"); LinkabilityEvaluator(aux_cols=(["x1"], ["x2"]), n_neighbors=1);
