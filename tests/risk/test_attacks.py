@@ -136,6 +136,29 @@ def test_singling_out_is_recounted_by_brute_force() -> None:
     assert 0 < got.n_success < len(unique)
 
 
+@pytest.mark.parametrize("deduplicate", [False, True])
+def test_the_subsample_prefilter_changes_nothing(deduplicate: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate dropped because two different released rows of a sample match it matches them in the
+    whole table too: with and without the prefilter, the same queries, successes and dedup_only."""
+    from sdckit.risk._measures import _attacks
+
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 6, size=(900, 4))
+    targets = pl.DataFrame({"a": x[:, 0], "b": x[:, 1].astype(str), "c": x[:, 2] * 1.5, "d": x[:, 3].astype(str)})
+    release = pl.concat([targets[:600], targets[:300]])  # duplicates: 300 rows released twice
+    control = targets.sample(900, seed=1, with_replacement=True)
+    runs = []
+    for threshold in (10**9, 10):
+        monkeypatch.setattr(_attacks, "SUBSAMPLE_MIN_ROWS", threshold)
+        got = singling_out_attack(targets, release, control, n_attacks=40, n_cols=3, max_attempts=3000,
+                                  rng=np.random.default_rng(10), deduplicate=deduplicate)
+        runs.append((got.n_success, got.n_control_success, got.detail["queries_found"], got.detail["dedup_only"],
+                     got.detail["candidates_tried"]))
+    assert runs[0] == runs[1]
+    assert runs[0][2] > 0
+    assert runs[0][3] > 0
+
+
 def test_singling_out_counts_duplicate_released_rows() -> None:
     """MDAV at k = 3 by hand: each released row is the mean of 3 persons, repeated 3 times. A query built
     from a released row matches its 3 copies: it points at 3 persons, never singles one out. anonymeter's

@@ -236,13 +236,20 @@ def _query_counts(
     return int(hit.sum())
 
 
+SUBSAMPLE_MIN_ROWS = 4000
+"""From this many released rows on, a candidate query is first matched on an eighth of them."""
+
 DEDUP_CHECK_MAX = 200
 """A candidate query matching 2..200 released rows is checked for being one distinct row repeated."""
 
 
 def _one_distinct(enc: _Encoded, rows: NDArray[np.int64]) -> bool:
     """Whether the released ``rows`` are all the same row (missing cells equal to missing cells)."""
-    for col, num in zip(enc.release, enc.numeric, strict=True):
+    return _one_distinct_in(enc.release, enc.numeric, rows)
+
+
+def _one_distinct_in(columns: list[NDArray[Any]], numeric: Sequence[bool], rows: NDArray[np.int64]) -> bool:
+    for col, num in zip(columns, numeric, strict=True):
         v = col[rows]
         if num:
             if not (np.all(v == v[0]) or np.all(np.isnan(v))):
@@ -290,31 +297,52 @@ def singling_out_attack(
     seen: set[tuple[Any, ...]] = set()
     dedup_only = 0
     tried = 0
-    while len(queries) < n_attacks and tried < max_attempts and m:
-        tried += 1
-        r = int(rng.integers(m))
-        present = [j for j in range(len(cols))
-                   if not (np.isnan(enc.release[j][r]) if enc.numeric[j] else enc.release[j][r] < 0)]
-        if not present:
-            continue
-        chosen = sorted(rng.choice(present, size=min(n_cols, len(present)), replace=False).tolist())
-        query = [(j, enc.release[j][r], bool(enc.numeric[j] and enc.release[j][r] > medians[j])) for j in chosen]
-        key = tuple((j, float(v), ge) for j, v, ge in query)
-        if key in seen:
-            continue
-        rows = np.flatnonzero(_predicate(enc.release[query[0][0]], enc.numeric[query[0][0]], query[0][1], query[0][2],
-                                         released=True))
+    p = len(cols)
+    present = np.column_stack([~np.isnan(c) if num else c >= 0 for c, num in zip(enc.release, enc.numeric, strict=True)])
+    # a sample of the released rows: a candidate matching two different rows there matches them in the
+    # whole table too, so it is dropped after a pass over an eighth of the rows (exact, only quicker)
+    sub_rng = np.random.default_rng(int(rng.integers(2**62)))  # drawn always: the queries do not depend on it
+    sub = np.sort(sub_rng.choice(m, size=m // 8, replace=False)) if m >= SUBSAMPLE_MIN_ROWS else None
+    sub_cols = [c[sub] for c in enc.release] if sub is not None else []
+
+    def matching(side: list[NDArray[Any]], query: list[tuple[int, Any, bool]]) -> NDArray[np.int64]:
+        j0, v0, ge0 = query[0]
+        rows = np.flatnonzero(_predicate(side[j0], enc.numeric[j0], v0, ge0, released=True))
         for j, v, ge in query[1:]:  # only the rows still matching: each further predicate costs less
-            rows = rows[_predicate(enc.release[j][rows], enc.numeric[j], v, ge, released=True)]
-        hits = int(rows.size)
-        if hits == 1:
-            seen.add(key)
-            queries.append(query)
-        elif 1 < hits <= DEDUP_CHECK_MAX and _one_distinct(enc, rows):
-            dedup_only += 1  # anonymeter, deduplicating, would count this query as singling out
-            if deduplicate:
+            rows = rows[_predicate(side[j][rows], enc.numeric[j], v, ge, released=True)]
+        return rows
+
+    while len(queries) < n_attacks and tried < max_attempts and m:
+        batch = min(1024, max_attempts - tried)
+        starts = rng.integers(m, size=batch)
+        keys = np.where(present[starts], rng.random((batch, p)), 2.0)
+        picks = np.sort(np.argsort(keys, axis=1)[:, :n_cols], axis=1)
+        counts = np.minimum(present[starts].sum(axis=1), n_cols)
+        for r, chosen_all, n_chosen in zip(starts.tolist(), picks, counts.tolist(), strict=True):
+            if len(queries) >= n_attacks:
+                break
+            tried += 1
+            if n_chosen == 0:
+                continue
+            chosen = sorted(int(j) for j in chosen_all if present[r, j])[:n_chosen]
+            query = [(j, enc.release[j][r], bool(enc.numeric[j] and enc.release[j][r] > medians[j])) for j in chosen]
+            key = tuple((j, float(v), ge) for j, v, ge in query)
+            if key in seen:
+                continue
+            if sub is not None:
+                in_sub = matching(sub_cols, query)
+                if in_sub.size > 1 and not _one_distinct_in(sub_cols, enc.numeric, in_sub):
+                    continue
+            rows = matching(enc.release, query)
+            hits = int(rows.size)
+            if hits == 1:
                 seen.add(key)
                 queries.append(query)
+            elif 1 < hits <= DEDUP_CHECK_MAX and _one_distinct(enc, rows):
+                dedup_only += 1  # anonymeter, deduplicating, would count this query as singling out
+                if deduplicate:
+                    seen.add(key)
+                    queries.append(query)
     n_t, n_c = targets.height, control.height
     success = sum(_query_counts(enc, enc.targets, q, released=False) == 1 for q in queries)
     control_hits = np.array([_query_counts(enc, enc.control, q, released=False) for q in queries], dtype=np.float64)
