@@ -126,7 +126,9 @@ def attack_text(release: ReleaseMeasure) -> str:
     )
     over = release.attacks_over_budget
     if over:
-        return text + " " + ", ".join(ATTACK_NAMES[n] for n in over) + " over its budget."
+        return (text + " Over budget: " + ", ".join(ATTACK_NAMES[n] for n in over) + ". To fix: mask the columns "
+                "the attacks use (strata: quasi_identifiers on a microaggregation step, a larger k, coarser or "
+                "withheld non-key columns).")
     shows = release.attacks_show_risk
     if shows:
         return (
