@@ -76,8 +76,8 @@ def _raw(path: Path, tmp_path: Path, **extra: Any) -> dict[str, Any]:
 
 
 def _stated(measure: Any) -> dict[str, Any]:
-    # interval disclosure, information loss, numeric risk and the warnings also need the input and the masked columns
-    drop = ("interval_disclosure", "fixes", "information_loss", "warnings", "numeric_risk")
+    # interval disclosure, information loss, numeric risk, the attacks and the warnings also need the input
+    drop = ("interval_disclosure", "fixes", "information_loss", "warnings", "numeric_risk", "attacks")
     return {k: v for k, v in measure.to_dict().items() if k not in drop}
 
 

@@ -179,5 +179,34 @@ def test_measure_release_states_numeric_risk() -> None:
     xa, xm = x.select("a", "b").to_numpy(), released.select("a", "b").to_numpy()
     assert risk["linkage"]["euclidean"]["share_nearest"] == record_linkage(xa, xm).share_nearest
     assert risk["d_risk"]["share"] == d_risk(xa, xm)
-    assert list(m.to_dict())[-1] == "numeric_risk"
+    keys = list(m.to_dict())
+    assert keys[-2:] == ["numeric_risk", "attacks"]  # new fields at the end (issue 34 added the attacks)
     assert measure_release(released, quasi_identifiers=["g"], k=5, budget=0.5).numeric_risk is None
+
+
+@pytest.mark.parametrize("steps", [0, 3, 40, 10_000])
+@pytest.mark.parametrize("masking", ["noise", "groups"])
+def test_auto_path_in_many_columns_matches_brute_force(steps: int, masking: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """12 columns: the scan with the bounded tree for the records it leaves undone (every split of the
+    work between them, from all-tree to all-scan) counts exactly what the full distance matrix does."""
+    from sdckit.risk._measures import _linkage
+
+    monkeypatch.setattr(_linkage, "SCAN_STEPS", steps)
+    rng = np.random.default_rng(12 + steps)
+    x = rng.lognormal(size=(240, 12)) + rng.normal(size=(240, 1))
+    if masking == "noise":
+        xm = x * np.exp(rng.normal(scale=0.1, size=x.shape))
+    else:  # groups of 3 replaced by their mean, as MDAV at k = 3 releases: ties and far own originals
+        xm = np.repeat(x.reshape(80, 3, 12).mean(axis=1), 3, axis=0)
+    z, zm = _linkage._linkage_coordinates(x, xm, "euclidean")
+    nearer, at_most = _linkage.link_ranks(z, zm, 4)
+    d = cdist(zm, z)
+    own = np.diag(d)[:, None]
+    want_less = (d < own - 1e-9).sum(axis=1)
+    want_le = (d <= own + 1e-9).sum(axis=1)
+    assert np.array_equal(np.minimum(nearer, 4), np.minimum(want_less, 4))
+    small = want_less < 4
+    assert np.array_equal(at_most[small], want_le[small])
+    assert record_linkage(x, xm, k=4).share_within_k == pytest.approx(
+        np.mean(np.clip((4 - want_less) / (want_le - want_less), 0, 1)), abs=1e-12
+    )

@@ -161,13 +161,14 @@ def _print_verdict(result: object) -> None:
         colour = "green" if result.posterior_within_budget else "bold red"
         text_p = posterior_text(result.posterior, result.config.budget, measure.exposure_at_k)
         stdout.print(f"[{colour}]{escape(text_p)}[/]", highlight=False)
-    if result.within_budget:
-        stdout.print(f"[green]{text}[/]")
+    if result.within_budget:  # the attacks showing risk without a budget: a warning, not a refusal
+        colour = "bold yellow" if measure.attacks_show_risk else "green"
+        stdout.print(f"[{colour}]{escape(text)}[/]", highlight=False)
         return
     if measure.within_budget:  # over budget by the posterior only
         stdout.print("[bold red]NOT SAFE TO RELEASE: the released columns beside the keys single people out (above).[/]")
         return
-    stdout.print(f"[bold red]{text}[/]")
+    stdout.print(f"[bold red]{escape(text)}[/]", highlight=False)
     for fix in measure.fixes:
         stdout.print(f"  [red]fix:[/] {fix}")
 
@@ -255,7 +256,10 @@ def run(
         stderr.print(f"[yellow]The data file of an earlier run at {cfg.output_data} was renamed {written['set_aside'].name}[/] "
                      "(it is not this release).", highlight=False)
     if result.refused:
-        stderr.print("[bold red]Refused:[/] the release is over its budget; no data file was written (see the report).")
+        over = ", ".join(measure.attacks_over_budget) if measure is not None else ""
+        stderr.print("[bold red]Refused:[/] the release is over its budget"
+                     + (f" (attacks over their budget: {over})" if over else "")
+                     + "; no data file was written (see the report).")
         raise typer.Exit(ExitCode.REFUSED)
 
 

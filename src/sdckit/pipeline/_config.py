@@ -236,6 +236,36 @@ class Output(_Strict):
     report: Text | None = "report.html"
 
 
+Risk = Annotated[float, Field(strict=False, ge=0.0, le=1.0)]
+
+
+class AttackBudget(_Strict):
+    """The largest risk each attack may show on the release (0..1); an attack without one only warns."""
+
+    singling_out: Risk | None = None
+    linkability: Risk | None = None
+    inference: Risk | None = None
+
+
+class AttackSection(_Strict):
+    """The attacks an outsider runs on the release (singling out, linkability, inference; every
+    released column known, against a held-out control): sample sizes and budget (see ``docs/risk.md``)."""
+
+    run: Flag = True
+    """Run the attacks in the release measure (``false``: not run, not reported)."""
+    n_attacks: Annotated[int, Field(strict=True, ge=10, le=100_000)] = 300
+    """Attacks of each kind (queries, targets): more is slower and narrows the intervals."""
+    n_control: Annotated[int, Field(strict=True, ge=10)] = 1000
+    """Records held out as the control (at most a fifth of the rows)."""
+    budget: AttackBudget = Field(default_factory=AttackBudget)
+    """Per attack, the largest risk allowed: over it the release is refused (exit 3) unless
+    ``allow_over_budget``; e.g. ``budget: {singling_out: 0.05, linkability: 0.05, inference: 0.1}``."""
+
+    def budgets(self) -> dict[str, float]:
+        """The budgets set, by attack."""
+        return {k: float(v) for k, v in self.budget.model_dump().items() if v is not None}
+
+
 EXPERIMENTS: tuple[str, ...] = ("curator_plan", "microaggregation", "spectral")
 """The experiments on the input a report can add (``experiments: [...]``); ``sdckit report`` without a
 pipeline runs all three, ``sdckit run`` none unless listed."""
@@ -330,6 +360,8 @@ class PipelineConfig(_Strict):
     keys plus these (the report's scenarios), so a reviewer sees what a wrong choice of keys costs."""
     allow_over_budget: Flag = False
     """Write the protected data even when the release is over budget (the summary says so in red)."""
+    attacks: AttackSection = Field(default_factory=AttackSection)
+    """The attacks an outsider runs on the release, and their budget (``attacks: {budget: {singling_out: 0.05}}``)."""
     allow_linear_relations: Flag = False
     """Mask even when a linear relation ties masked columns to released unmasked ones."""
     steps: tuple[AnyStep, ...] = ()
@@ -525,6 +557,7 @@ class PipelineConfig(_Strict):
             "linked_as": self.linked_as,
             "attacker_knows": list(self.attacker_knows or ()),
             "allow_over_budget": self.allow_over_budget,
+            "attacks": self.attacks.model_dump(),
             "allow_linear_relations": self.allow_linear_relations,
             "steps": [s.to_dict() for s in self.steps],
             "output": {"data": self.output_data, "report": self.output_report},

@@ -36,6 +36,7 @@ from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import SUPPRESSED, Step, StepContext, StepLog, merge_small_strata
 from sdckit.plan import plan_release
 from sdckit.risk import Marginals
+from sdckit.risk._measures._attacks import AttackSettings
 from sdckit.risk._measures._posterior import row_posterior
 from sdckit.risk._measures._release import measure_release
 
@@ -170,6 +171,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
         entity=entity,
+        attacks=_attack_settings(config),
     )
     # the attacker's posterior on each person's row given every released column (aligned: before the shuffle)
     posterior = row_posterior(
@@ -228,6 +230,18 @@ def fresh_household_ids(ids: pl.Series, seed: int | None) -> pl.Series:
     table = pl.DataFrame({"__old": uniq, "__new": fresh.astype(np.int64)})
     mapped = pl.DataFrame({"__old": ids}).join(table, on="__old", how="left", maintain_order="left")["__new"]
     return mapped.alias(ids.name)
+
+
+def _attack_settings(config: PipelineConfig) -> AttackSettings | None:
+    """The attacks of the release measure: from OS entropy, or from the seed in a reproducible run."""
+    section = config.attacks
+    if not section.run:
+        return None
+    base = config.step_seed
+    return AttackSettings(
+        n_attacks=section.n_attacks, n_control=section.n_control, budget=section.budgets(),
+        seed=None if base is None else base + len(config.steps) + 1,
+    )
 
 
 def _known_after(known: pl.DataFrame, before: pl.DataFrame, after: pl.DataFrame, step: Step, log: StepLog) -> pl.DataFrame:

@@ -204,7 +204,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
                 ("columns released", len(release.columns), f" of {len(result.input_frame.columns) if result.input_frame is not None else len(release.columns)}"),
             ]
         ),
-        alert(headline) if not release.within_budget else paragraph(headline),
+        alert(headline) if not release.within_budget or release.attacks_show_risk else paragraph(headline),
         *([(paragraph if result.posterior_within_budget else alert)(
             posterior_text(result.posterior, config.budget, release.exposure_at_k))] if result.posterior is not None else []),
         *warning_blocks(release.warnings),

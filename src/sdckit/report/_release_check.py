@@ -118,18 +118,62 @@ def beside(release: ReleaseMeasure) -> str:
     return ("Beside it: " + "; ".join(parts) + ".") if parts else ""
 
 
+ATTACK_NAMES = {"singling_out": "singling out", "linkability": "linkability", "inference": "attribute inference"}
+
+
+def _one_attack(name: str, got: Mapping[str, Any]) -> str:
+    text = f"{ATTACK_NAMES[name]} {got['risk']:.3f} [{got['risk_low']:.3f}, {got['risk_high']:.3f}]"
+    secret = got.get("detail", {}).get("secret")
+    text += f" (secret {secret})" if name == "inference" and secret else ""
+    return text + (f", budget {got['budget']:.3f}" if got.get("budget") is not None else "")
+
+
+def attack_text(release: ReleaseMeasure) -> str:
+    """The attacks in one or two sentences (empty when not run): each risk with its interval; a warning
+    or the refusal when they show risk."""
+    figures = release.attacks
+    if not figures:
+        return ""
+    done = [n for n in ATTACK_NAMES if figures.get(n)]
+    listed = "; ".join(_one_attack(n, figures[n]) for n in done)
+    text = (
+        f"Attacks on the release with every released column known, against {figures['n_control']:,} held-out "
+        f"control records (risk = (attack - control) / (1 - control), {100 * figures['confidence']:.0f} % interval): "
+        f"{listed}."
+    )
+    over = release.attacks_over_budget
+    if over:
+        return (text + " Over budget: " + ", ".join(ATTACK_NAMES[n] for n in over) + ". To fix: mask the columns "
+                "the attacks use (strata: quasi_identifiers on a microaggregation step, a larger k, coarser or "
+                "withheld non-key columns).")
+    shows = release.attacks_show_risk
+    if shows:
+        return (
+            f"WARNING: the attacks show risk ({', '.join(ATTACK_NAMES[n] for n in shows)}: a risk above "
+            f"{100 * figures['warn_risk']:.0f} %, its interval clear of 0). " + text + " Mask the columns they use (e.g. strata: "
+            "quasi_identifiers on a microaggregation step, a larger k), or set attacks: budget: in the pipeline "
+            "to refuse such a release."
+        )
+    return text
+
+
 def verdict(release: ReleaseMeasure, allow_over_budget: bool) -> str:
     """One sentence: safe or not, with the release's own figure, and the two other figures beside it."""
     extra = beside(release)
     extra = f" {extra}" if extra else ""
+    attacks = attack_text(release)
+    extra += f" {attacks}" if attacks else ""
     if release.within_budget:
+        warn = "ATTACKS SHOW RISK (see below); " if release.attacks_show_risk else ""
         return (
-            f"Within budget: in the release as written, {headline(release)} (k = {release.k}, budget "
+            f"{warn}Within budget: in the release as written, {headline(release)} (k = {release.k}, budget "
             f"{_pct(release.budget)}); k-anonymity {release.k_anonymity:,}, {release.n_unique:,} unique rows."
             + extra + _missing_note(release)
         )
+    why = (f"in the release, {headline(release)}" if release.exposure_at_k > release.budget + 1e-12
+           else "the attacks on the release are over their budget")
     head = (
-        f"NOT SAFE TO RELEASE: in the release, {headline(release)}; {release.n_unique:,} rows are unique."
+        f"NOT SAFE TO RELEASE: {why}; {release.n_unique:,} rows are unique."
     ) + extra + _missing_note(release)
     if allow_over_budget:
         return head + " The data file was written anyway because the pipeline sets allow_over_budget: true."
@@ -202,7 +246,7 @@ def release_check_section(
     section.data["linked"] = linked.to_dict() if linked is not None else None
     section.data["row_posterior"] = posterior.to_dict() if posterior is not None else None
     section.data["scenarios"] = [s.to_dict() for s in scenarios]
-    section.add(alert(text) if not within or reproducible or not shuffled else paragraph(text))
+    section.add(alert(text) if not within or bool(release.attacks_show_risk) or reproducible or not shuffled else paragraph(text))
     section.add(paragraph(assumed_attacker(release, linked)))
     if linked is not None and linked.columns:
         section.add(paragraph(linked.describe()))
@@ -258,6 +302,8 @@ def release_check_section(
         )
     if release.numeric_risk:
         section.add(numeric_risk_table(release.numeric_risk))
+    if release.attacks:
+        section.add(attack_table(release.attacks))
     if roles is not None:
         role_of: dict[str, str] = {}
         for role in ("identifiers", "weight", "keep", "sensitive", "numeric", "quasi_identifiers"):
@@ -374,3 +420,31 @@ def numeric_risk_table(risk: Mapping[str, Any]) -> Any:
     return table(rows, ["numeric risk of the masked columns", "release", "what it measures"],
                  caption=f"On {len(risk['columns'])} masked numeric column(s), {risk['n']:,} complete records; "
                          "lower is safer.")
+
+
+def attack_table(figures: Mapping[str, Any]) -> Any:
+    """The attacks on the release: attack and control success, the risk with its interval, the budget."""
+    what = {
+        "singling_out": "queries built from released rows that match exactly one released row (duplicates "
+                        "counted) and exactly one person",
+        "linkability": "two files of the same persons (quasi-identifiers; the other columns) joined through "
+                       "their nearest released row",
+        "inference": "a column read off the nearest released row, every other column known",
+    }
+    rows = [
+        (ATTACK_NAMES[n], _pct(g["attack_rate"]), _pct(g["control_rate"]),
+         f"{g['risk']:.3f} [{g['risk_low']:.3f}, {g['risk_high']:.3f}]",
+         "–" if g.get("budget") is None else f"{g['budget']:.3f}", what[n])
+        for n in ATTACK_NAMES if (g := figures.get(n))
+    ]
+    so = figures.get("singling_out") or {}
+    dedup = so.get("detail", {}).get("dedup_only", 0)
+    return table(
+        rows, ["attack", "success on the release", "success on the control", "risk [interval]", "budget", "attack"],
+        caption=(
+            f"{figures['n_targets']:,} target and {figures['n_control']:,} control records (the control's released "
+            f"rows taken out of the attacked table); {figures['n_attacks']} attacks each. {dedup:,} candidate "
+            "queries matched one distinct released row repeated several times: a tool that deduplicates the "
+            "release (anonymeter) counts them as singling out; here they do not."
+        ),
+    )

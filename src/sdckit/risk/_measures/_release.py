@@ -48,6 +48,7 @@ from sdckit._scale import collect_small
 from sdckit.errors import InputError, ParameterError
 from sdckit.risk._counts._lazy_keys import with_wildcard_sizes
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
+from sdckit.risk._measures._attacks import AttackSettings, judge_attacks, release_attacks
 from sdckit.risk._measures._household import entity_group_sizes, household_risk
 from sdckit.risk._measures._individual import individual_risk, with_individual_risk
 from sdckit.risk._measures._ldiversity import l_diversity
@@ -157,11 +158,27 @@ class ReleaseMeasure:
     """With an entity: rows in groups of fewer than k rows (the row count beside the entity count)."""
     household_risk: dict[str, Any] | None = None
     """With an entity: sdcMicro's household risk of the release (:meth:`sdckit.risk.HouseholdRisk.to_dict`)."""
+    # --- the attacks an outsider runs, every released column known (issue 34) ---
+    attacks: dict[str, Any] | None = None
+    """Singling out, linkability and inference on the release against a held-out control
+    (:func:`sdckit.risk._measures._attacks.release_attacks`), each with its risk, interval, budget,
+    and ``over_budget`` / ``shows_risk`` (:func:`~sdckit.risk._measures._attacks.judge_attacks`);
+    None when not run."""
+
+    @property
+    def attacks_over_budget(self) -> tuple[str, ...]:
+        """The attacks whose risk is above their budget (the refusal rule applies)."""
+        return tuple(self.attacks.get("over_budget", ())) if self.attacks else ()
+
+    @property
+    def attacks_show_risk(self) -> tuple[str, ...]:
+        """The attacks over budget, or without a budget with a risk above 5 % (interval clear of 0): the verdict warns."""
+        return tuple(self.attacks.get("shows_risk", ())) if self.attacks else ()
 
     @property
     def within_budget(self) -> bool:
-        """True when exposure at k is at most the budget."""
-        return self.exposure_at_k <= self.budget + 1e-12
+        """True when exposure at k is at most the budget and no attack is over its budget."""
+        return self.exposure_at_k <= self.budget + 1e-12 and not self.attacks_over_budget
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -202,6 +219,7 @@ class ReleaseMeasure:
             "n_single_entity_rows": self.n_single_entity_rows,
             "rows_below_k": self.rows_below_k,
             "household_risk": self.household_risk,
+            "attacks": self.attacks,
         }
 
 
@@ -474,6 +492,7 @@ def measure_release(
     weights: str | None = None,
     categorical: Sequence[str] = (),
     entity: str | None = None,
+    attacks: AttackSettings | None = None,
 ) -> ReleaseMeasure:
     """Measure ``release`` (the table exactly as it goes out) against k and the budget.
 
@@ -509,6 +528,9 @@ def measure_release(
         rows (a missing cell a value of its own, in either reading: counting entities in the
         overlapping wildcard groups would only give larger counts), and the household risk of the
         release is measured (:func:`sdckit.risk.household_risk`).
+    attacks : run singling out, linkability and inference on the release (needs ``original`` row for
+        row; ``known``, when row for row too, gives the attacker's quasi-identifiers after the public
+        recodings), with these sample sizes, seed and budget; None: not run.
 
     Notes
     -----
@@ -608,6 +630,7 @@ def measure_release(
         n_single_entity_rows=int(np.sum(sizes == 1)) if entities is not None else None,
         rows_below_k=int(np.sum(_strict_group_sizes(release, qis) < k)) if entities is not None else None,
         household_risk=_household(release, qis, weights, original, entities, missing_semantics),
+        attacks=_attacks(original, release, known, qis, masked, sensitive, attacks, entity) if original is not None else None,
     )
 
 
@@ -647,6 +670,32 @@ def _household(
     out = got.to_dict()
     out["household"] = entities.name
     return out
+
+
+def _attacks(
+    original: pl.DataFrame, release: pl.DataFrame, known: pl.DataFrame | None, qis: Sequence[str],
+    masked: Sequence[str], sensitive: Sequence[str], settings: AttackSettings | None, entity: str | None = None,
+) -> dict[str, Any] | None:
+    """The three attacks on the release, the targets being the original rows with the quasi-identifiers
+    as the attacker knows them (after the public recodings, from ``known``; a masked numeric column's
+    true value from ``original``)."""
+    if settings is None or original.height != release.height or release.height < 20:
+        return None
+    # a household id goes out as fresh random numbers: the input's ids say nothing about the release's
+    targets = original.select([c for c in release.columns if c in original.columns and c != entity])
+    if known is not None and known.height == release.height:
+        masked_set = set(masked)
+        recoded = [known[c] for c in qis if c in known.columns and c in targets.columns and c not in masked_set]
+        targets = targets.with_columns(recoded) if recoded else targets
+    secrets = [c for c in sensitive if c in targets.columns] or None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        figures = release_attacks(
+            targets, release.select(targets.columns), quasi_identifiers=qis, secrets=secrets,
+            n_attacks=settings.n_attacks, n_control=settings.n_control, confidence=settings.confidence,
+            seed=settings.seed,
+        )
+    return judge_attacks(figures, dict(settings.budget))
 
 
 def _individual(
