@@ -250,8 +250,6 @@ def release_check_section(
     section.add(paragraph(assumed_attacker(release, linked)))
     if linked is not None and linked.columns:
         section.add(paragraph(linked.describe()))
-    if scenarios:
-        section.add(scenario_table(scenarios))
     idisc_in = input_measure.interval_disclosure
     idisc = release.interval_disclosure
     rows: list[tuple[Any, ...]] = [
@@ -290,6 +288,8 @@ def release_check_section(
               caption="Both columns measure the same quasi-identifiers; the release with its released values "
                       "(a microaggregated age is one value per group, a suppressed cell '*' a value of its own).")
     )
+    if scenarios:  # after the measure table: the headline first, then what a wider attacker faces
+        section.add(scenario_table(scenarios))
     if release.fixes:
         section.add(paragraph("What would bring the release within budget:"))
         section.add(table([(i + 1, f) for i, f in enumerate(release.fixes)], ["#", "fix"]))
