@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -105,6 +106,8 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     frame, source_name, n_dropped = load_input(config)
     numeric_guessed = not config.numeric and not config.uses_adult
     labels_in = survey_labels(config)
+    if labels_in is not None and any(m.shape[0] != frame.height for m in labels_in.declared.values()):
+        labels_in = replace(labels_in, declared={})  # `missing: drop` dropped every row holding one
     config, roles = resolve_roles(config, frame, labels_in)
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
@@ -163,7 +166,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         # after the consistent count, which the pipeline measures with the rows still aligned
         order = np.random.default_rng(None if base is None else base + len(config.steps)).permutation(protected.height)
         protected = protected[order]
-        labels = labels.with_suppressed({c: m[order] for c, m in labels.suppressed.items()})
+        labels = labels.reordered(order)
     else:
         order = None
     return PipelineResult(
