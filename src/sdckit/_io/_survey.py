@@ -554,3 +554,21 @@ def declared_as_missing(frame: pl.DataFrame, labels: SurveyLabels) -> pl.DataFra
                 pl.when(pl.col(col).cast(pl.String).is_in(sorted(texts))).then(None).otherwise(pl.col(col)).alias(col)
             )
     return frame.with_columns(replaced) if replaced else frame
+
+
+def declared_missing_text(labels: SurveyLabels | None) -> dict[str, str]:
+    """Column -> its declared missing codes held in the data, as a user reads them: ``98 "don't know"``, ``.d``."""
+    if labels is None:
+        return {}
+    out = {}
+    for col, cells in labels.declared.items():
+        codes = sorted({c for c in cells.tolist() if c is not None}, key=str)
+        shown = labels.value_labels.get(col, {})
+        parts = []
+        for c in codes:
+            text = f".{c}" if isinstance(c, str) else code_text(c)
+            label = shown.get(c, shown.get(int(c), None) if isinstance(c, float) and c.is_integer() else None)
+            parts.append(f'{text} "{label}"' if label else text)
+        if parts:
+            out[col] = ", ".join(parts)
+    return out

@@ -19,7 +19,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import check_numeric
-from sdckit._io._survey import SurveyLabels
+from sdckit._io._survey import SurveyLabels, declared_missing_text
 from sdckit.errors import ConfigError
 from sdckit.microagg._relations import (
     LinearRelation,
@@ -132,7 +132,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             source=config.source, index=i, k=config.k, budget=config.budget, bound_method=config.bound_method,
             quasi_identifiers=tuple(qis), numeric=tuple(config.numeric or ()),
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
-            masked=frozenset(masked),
+            masked=frozenset(masked), declared_missing=declared_missing_text(labels_in),
         )
         before = protected
         protected, log = step.run(protected, ctx)
@@ -153,7 +153,10 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         categorical=roles.categorical,
     )
     categorical = set(roles.categorical)
-    masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric() and c not in categorical]
+    masked_numeric = [
+        c for c in masked
+        if c in protected.columns and frame.schema[c].is_numeric() and protected.schema[c].is_numeric() and c not in categorical
+    ]  # a recoded age (bands) is a category now
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),

@@ -73,6 +73,9 @@ class StepContext:
     run, where a ``suppress: plan`` plans on the frame it is given."""
     masked: frozenset[str] = frozenset()
     """Columns earlier steps changed (``suppress: plan`` keeps those)."""
+    declared_missing: dict[str, str] = field(default_factory=dict)
+    """Column -> its declared missing codes as read (an SPSS 98 "don't know", a Stata ``.d``), for the
+    numeric columns whose declared missing cells are missing in the frame: a step says it left them missing."""
     engine: str | None = None
     """None in memory (a polars DataFrame); ``polars`` (a LazyFrame), ``dask`` or ``spark`` where the rows live."""
 

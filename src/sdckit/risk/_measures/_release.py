@@ -277,6 +277,11 @@ def _interval_disclosure(
     # every record with its original values (a cell suppressed in the release is not near its original)
     ok = ~np.isnan(x).any(axis=1)
     x, xm = x[ok], xm[ok]
+    varies = [j for j in range(x.shape[1]) if x.shape[0] and np.ptp(x[:, j]) > 0]  # a constant column has no scale
+    if len(varies) < len(cols):
+        cols, x, xm = [cols[j] for j in varies], x[:, varies], xm[:, varies]
+        if not cols:
+            return None
     if x.shape[0] < 2:
         return None
     return {
@@ -601,7 +606,12 @@ def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequenc
     xm = release.select(cols).cast(pl.Float64).to_numpy()
     ok = ~(np.isnan(x).any(axis=1) | np.isnan(xm).any(axis=1))
     x, xm = x[ok], xm[ok]
-    if x.shape[0] < 2 * len(cols) + 2:
+    varies = [j for j in range(x.shape[1]) if x.shape[0] and np.ptp(x[:, j]) > 0]  # a constant column has no scale
+    if len(varies) < len(cols):
+        cols, x, xm = [cols[j] for j in varies], x[:, varies], xm[:, varies]
+        if not cols:
+            return None
+    if x.shape[0] < max(2 * len(cols) + 2, k + 1):  # linkage within the k nearest needs more than k records
         return None
     linkage = {metric: record_linkage(x, xm, k=k, metric=metric).to_dict() for metric in ("euclidean", "mahalanobis")}
     try:
