@@ -277,11 +277,6 @@ def _interval_disclosure(
     # every record with its original values (a cell suppressed in the release is not near its original)
     ok = ~np.isnan(x).any(axis=1)
     x, xm = x[ok], xm[ok]
-    varies = [j for j in range(x.shape[1]) if x.shape[0] and np.ptp(x[:, j]) > 0]  # a constant column has no scale
-    if len(varies) < len(cols):
-        cols, x, xm = [cols[j] for j in varies], x[:, varies], xm[:, varies]
-        if not cols:
-            return None
     if x.shape[0] < 2:
         return None
     return {
