@@ -572,3 +572,14 @@ def declared_missing_text(labels: SurveyLabels | None) -> dict[str, str]:
         if parts:
             out[col] = ", ".join(parts)
     return out
+
+
+def value_labels_text(labels: SurveyLabels | None, frame: pl.DataFrame) -> dict[str, dict[str, str]]:
+    """Column -> {code as text: label} of the labelled columns that hold their labels in ``frame``."""
+    if labels is None or labels.mode != "labels":
+        return {}
+    return {
+        c: {code_text(k) if isinstance(k, float) else str(k): v for k, v in labels.value_labels[c].items()}
+        for c in labels.labelled
+        if c in frame.columns and frame.schema[c] in (pl.Categorical, pl.String)
+    }

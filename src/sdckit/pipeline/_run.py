@@ -19,7 +19,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import check_numeric
-from sdckit._io._survey import SurveyLabels, declared_missing_text
+from sdckit._io._survey import SurveyLabels, declared_missing_text, value_labels_text
 from sdckit.errors import ConfigError
 from sdckit.microagg._relations import (
     LinearRelation,
@@ -133,6 +133,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             quasi_identifiers=tuple(qis), numeric=tuple(config.numeric or ()),
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
             masked=frozenset(masked), declared_missing=declared_missing_text(labels_in),
+            value_labels=value_labels_text(labels_in, protected),
         )
         before = protected
         protected, log = step.run(protected, ctx)

@@ -76,6 +76,9 @@ class StepContext:
     declared_missing: dict[str, str] = field(default_factory=dict)
     """Column -> its declared missing codes as read (an SPSS 98 "don't know", a Stata ``.d``), for the
     numeric columns whose declared missing cells are missing in the frame: a step says it left them missing."""
+    value_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Column -> {code as text: label} of the input file's labelled columns (a ``recode`` mapping may
+    name a code of a column that holds its labels)."""
     engine: str | None = None
     """None in memory (a polars DataFrame); ``polars`` (a LazyFrame), ``dask`` or ``spark`` where the rows live."""
 

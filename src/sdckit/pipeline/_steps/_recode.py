@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from sdckit.anonymize import GlobalRecoder
+from sdckit.anonymize._recode import value_text
 from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 from sdckit.pipeline._steps._base import StepContext, StepLog
 
@@ -26,6 +27,24 @@ class RecodeStep(AnonymizeOptions):
     """``left`` (``[a, b)``) or ``right`` (``(a, b]``, sdcMicro's classes) for the ``breaks`` rules."""
 
     kind: Literal["recode"] = "recode"
+
+    def estimator_params(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
+        """The rules, a mapping of a labelled column also keyed by the labels of the codes it names
+        (``{3: "3-8"}`` on a column holding ``"borehole"``, the label of 3, merges it too)."""
+        params = super().estimator_params(ctx, columns)
+        rules = params.get("rules")
+        if not isinstance(rules, dict) or not ctx.value_labels:
+            return params
+        out = {}
+        for col, rule in rules.items():
+            labels = ctx.value_labels.get(col)
+            mapping = rule.get("mapping") if isinstance(rule, dict) else None
+            if labels and isinstance(mapping, dict):
+                extra = {labels[value_text(k)]: v for k, v in mapping.items()
+                         if value_text(k) in labels and labels[value_text(k)] not in mapping}
+                rule = {**rule, "mapping": {**mapping, **extra}}
+            out[col] = rule
+        return {**params, "rules": out}
 
     def apply(self, frame: Any, ctx: StepContext) -> tuple[Any, StepLog]:
         out, log = super().apply(frame, ctx)
