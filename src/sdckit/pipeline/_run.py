@@ -20,11 +20,13 @@ from numpy.typing import NDArray
 
 from sdckit._io import check_numeric
 from sdckit._io._survey import SurveyLabels, declared_missing_text, value_labels_text
-from sdckit.errors import ConfigError
+from sdckit.errors import ConfigError, SdcWarning
 from sdckit.microagg._relations import (
     LinearRelation,
+    MIN_ROWS_PER_COLUMN,
     LinearRelationError,
     check_linear_relations,
+    enough_rows,
     find_linear_relations,
 )
 from sdckit.pipeline._config import DEFAULT_NAME, PipelineConfig
@@ -64,12 +66,23 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
             masked.update(step.columns_touched(roles))
         elif step.drops_columns:
             dropped.update(step.columns_touched(roles))
+        masked.update(step.coarsened_columns(roles))  # a banded column gives no exact value back
     released = [c for c in roles.released(frame.columns) if c not in dropped]
     schema = frame.schema  # once: building it costs O(columns)
-    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean]
+    categorical = set(roles.categorical)  # codes, not amounts: never a term of a relation
+    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean and c not in categorical]
     if len(numeric) < 2:
         return ()
     x, names = check_numeric(frame, numeric, missing="drop")
+    live = int(np.sum(np.nanstd(x, axis=0) > 0)) if x.shape[0] else 0
+    if masked and not enough_rows(x.shape[0], live):
+        warnings.warn(
+            f"{config.source}: linear relations not checked: {x.shape[0]:,} complete rows for {live} numeric columns "
+            f"(at least {MIN_ROWS_PER_COLUMN} rows per column are needed: with fewer, any columns look related).",
+            SdcWarning,
+            stacklevel=3,
+        )
+        return ()
     if config.allow_linear_relations or not masked:
         return tuple(find_linear_relations(x, list(names), prefer=[c for c in names if c in masked]))
     try:

@@ -181,6 +181,11 @@ class Step(Strict):
         """The columns the step touches, with the pipeline's roles filling its defaults."""
         return self.named_columns()
 
+    def coarsened_columns(self, roles: Roles) -> tuple[str, ...]:
+        """Columns the step releases coarsened (recoded into bands): no exact value of them goes out, so
+        the linear-relation check counts them as masked."""
+        return ()
+
     def check_names(self, columns_in_data: Sequence[str], source: str, index: int) -> None:
         """Refuse a column the options name that is not in the data."""
         check_columns_exist(columns_in_data, self.named_columns(), f"steps[{index}].{self.kind}.columns", source)

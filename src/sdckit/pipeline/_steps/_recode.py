@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Literal
 from sdckit.anonymize import GlobalRecoder
 from sdckit.anonymize._recode import value_text
 from sdckit.pipeline._steps._anonymize import AnonymizeOptions
+from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps._base import StepContext, StepLog
 
 __all__ = ["RecodeStep"]
@@ -27,6 +28,10 @@ class RecodeStep(AnonymizeOptions):
     """``left`` (``[a, b)``) or ``right`` (``(a, b]``, sdcMicro's classes) for the ``breaks`` rules."""
 
     kind: Literal["recode"] = "recode"
+
+    def coarsened_columns(self, roles: Roles) -> tuple[str, ...]:
+        """The columns recoded into intervals (``breaks``, ``bins``) or merged by a mapping or hierarchy."""
+        return tuple(str(c) for c in (self.rules or {}))
 
     def estimator_params(self, ctx: StepContext, columns: list[str]) -> dict[str, Any]:
         """The rules, a mapping of a labelled column also keyed by the labels of the codes it names
