@@ -231,13 +231,20 @@ def read_labels(path: str | Path, *, labels: str = "labels", encoding: str | Non
     all_labels = getattr(meta, "variable_value_labels", None) or {}
     declared: dict[str, NDArray[np.object_]] = {}
     for col in df.columns:
-        if kinds.get(col) == "string" or not _plain_number(col, all_labels.get(col, {}), info):
+        letters_only = mode == "codes" and ending in (".dta", ".sas7bdat", ".xpt") and kinds.get(col) != "string"
+        if kinds.get(col) == "string" or not (_plain_number(col, all_labels.get(col, {}), info) or letters_only):
             continue
         suppressed = {k for k, v in all_labels.get(col, {}).items() if v == SUPPRESSED_LABEL}
         cells = _declared_of(df[col].to_numpy(dtype=object), col, info, suppressed)
         if any(v is not None for v in cells):
             declared[col] = cells
     return replace(info, declared=declared)
+
+
+def _letters_only(info: SurveyLabels) -> SurveyLabels:
+    """For ``codes`` reading of a labelled Stata/SAS variable: its extended missing letters are missing
+    (a code is a number; a letter is none), its labels kept."""
+    return replace(info, missing_ranges={}, file_format="letters")
 
 
 def _plain_number(column: str, labels: Mapping[Any, str], info: SurveyLabels) -> bool:
@@ -285,6 +292,9 @@ def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str 
         labels_of = all_labels.get(col, {}) if ending in _LABELLED else {}
         is_text = kinds.get(col) == "string"
         plain = not is_text and _plain_number(col, labels_of, info)
+        if not is_text and not plain and mode == "codes" and ending in (".dta", ".sas7bdat", ".xpt"):
+            columns.append(_column(col, df[col], labels_of, is_text, mode, _letters_only(info), ending))
+            continue
         columns.append(_column(col, df[col], labels_of, is_text, mode, info if plain else None, ending))
     return pl.DataFrame(columns) if columns else pl.DataFrame()
 
@@ -299,7 +309,7 @@ def _column(
         ranges = plain.missing_ranges.get(name, ())
         raw = np.array([None if isinstance(v, str) or _in_ranges(v, ranges) else v for v in raw.tolist()], dtype=object)
         values = pd_series_of(raw, values)
-        labels = {}
+        labels = {} if plain.mode != "codes" or plain.file_format != "letters" else labels
     shown = {k: v for k, v in labels.items() if v != SUPPRESSED_LABEL}
     letters = not is_text and any(isinstance(v, str) and v not in suppressed for v in raw)
 

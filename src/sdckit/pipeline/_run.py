@@ -30,6 +30,7 @@ from sdckit.microagg._relations import (
     find_linear_relations,
 )
 from sdckit.pipeline._config import DEFAULT_NAME, PipelineConfig
+from sdckit.pipeline._loss import key_warnings, step_loss_warnings
 from sdckit.pipeline._outputs import write_outputs
 from sdckit.pipeline._read import load_input, survey_labels
 from sdckit.pipeline._resolve import guess_columns, resolve_roles
@@ -70,7 +71,8 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
     released = [c for c in roles.released(frame.columns) if c not in dropped]
     schema = frame.schema  # once: building it costs O(columns)
     categorical = set(roles.categorical)  # codes, not amounts: never a term of a relation
-    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean and c not in categorical]
+    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean and c not in categorical
+               and frame[c].null_count() < frame.height]  # a column missing in every row is in no relation
     if len(numeric) < 2:
         return ()
     x, names = check_numeric(frame, numeric, missing="drop")
@@ -139,6 +141,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     logs: list[StepLog] = []
     masked: set[str] = set()
     base = config.step_seed
+    loss: list[str] = []
+    coarsened: set[str] = set()
+    released_roles = set(roles.released(frame.columns))
     for i, step in enumerate(config.steps):
         tick(description=f"Step {i + 1}: {step.kind}")
         ctx = StepContext(
@@ -150,6 +155,8 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         )
         before = protected
         protected, log = step.run(protected, ctx)
+        loss += step_loss_warnings(i, log, before, protected, released_roles, config.warn_loss_share)
+        coarsened.update(step.coarsened_columns(roles))
         masked.update(c for c in step.masked_columns(log) if c in protected.columns)
         known = _known_after(known, before, protected, step, log)
         logs.append(log)
@@ -176,6 +183,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
         missing_semantics=config.missing_semantics, weights=weight, categorical=roles.categorical, known=known_qis,
     )
+    seen = [*key_warnings(frame, qis, coarsened, config.warn_key_categories_share), *loss]
+    if seen:
+        release_measure = replace(release_measure, warnings=(*release_measure.warnings, *seen))
     labels = (labels_in or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
     )
