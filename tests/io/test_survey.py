@@ -94,10 +94,12 @@ def test_partly_labelled_file_reads_unlabelled_codes_stay_values(tmp_path: Path,
     assert codes["income"].to_list() == [float(v) for v in raw["income"].to_list()]
     if make is make_dta:
         # hhcivil is labelled only at its extended missing .a: a number, .a missing, its code kept beside the data
-        assert codes["hhcivil"].to_list()[3] is None and read_path(path)["hhcivil"].to_list()[7] is None
+        assert codes["hhcivil"].to_list()[3] is None
+        assert read_path(path)["hhcivil"].to_list()[7] is None
         assert read_path(path).schema["hhcivil"] == pl.Float64
         declared = read_labels(path).declared["hhcivil"]  # type: ignore[union-attr]
-        assert [i for i, v in enumerate(declared) if v is not None] == [3, 7] and declared[3] == "a"
+        assert [i for i, v in enumerate(declared) if v is not None] == [3, 7]
+        assert declared[3] == "a"
     assert read_data(path, labels="codes").frame["sex"].to_list()[:3] == [float(v) for v in raw["sex"].to_list()[:3]]
 
 

@@ -89,11 +89,13 @@ def _no_library_warning() -> Any:
 def test_age_labelled_only_at_dont_know_is_a_number(tmp_path: Path) -> None:
     for make, ending in ((make_sav, ".sav"), (make_dta, ".dta")):
         frame = read_path(make(tmp_path / f"t{ending}"))
-        assert frame.schema["age"] == pl.Float64 and frame.schema["roof"] == pl.Float64
+        assert frame.schema["age"] == pl.Float64
+        assert frame.schema["roof"] == pl.Float64
         assert [i for i, v in enumerate(frame["age"].to_list()) if v is None] == DONT_KNOW  # missing, not 98
         assert frame.schema["sex"] == pl.Categorical  # labelled beyond its missing codes
         labels = read_labels(tmp_path / f"t{ending}")
-        assert labels is not None and "age" not in labels.labelled
+        assert labels is not None
+        assert "age" not in labels.labelled
 
 
 @pytest.mark.parametrize("k", [3, 5])
@@ -105,7 +107,8 @@ def test_testdata2_release_keeps_labels_and_missing_codes(tmp_path: Path, ending
     assert result.release_measure.k_anonymity >= k
     recode = result.steps[0]
     assert recode.details["declared_missing_kept"] == {"age": len(DONT_KNOW)}
-    assert "Declared missing codes stay missing" in recode.description and "don't know" in recode.description
+    assert "Declared missing codes stay missing" in recode.description
+    assert "don't know" in recode.description
     written = write_outputs(result)
     assert written["data"] == out
     reader = pyreadstat.read_sav if ending == ".sav" else pyreadstat.read_dta
@@ -118,7 +121,8 @@ def test_testdata2_release_keeps_labels_and_missing_codes(tmp_path: Path, ending
     assert n_dont_know == len(DONT_KNOW)
     assert meta.variable_value_labels["age"][dont_know] == "don't know"
     bands = {v for k_, v in meta.variable_value_labels["age"].items() if k_ not in (dont_know, suppression)}
-    assert bands <= {"[0, 20)", "[20, 40)", "[40, 60)", "[60, inf)"} and bands
+    assert bands <= {"[0, 20)", "[20, 40)", "[40, 60)", "[60, inf)"}
+    assert bands
     assert int((back["roof"] == refused).sum()) + int((back["roof"] == suppression).sum()) >= 1
     assert meta.variable_value_labels["roof"][refused] == "refused"
     assert meta.column_names_to_labels["age"] == "Age in years"
@@ -129,7 +133,8 @@ def test_testdata2_release_keeps_labels_and_missing_codes(tmp_path: Path, ending
         plain, _ = pyreadstat.read_sav(str(out))  # SPSS's own reading: the declared codes are missing
         assert int(plain["age"].isna().sum()) >= len(DONT_KNOW)
     else:
-        assert "d" in meta.missing_user_values["age"] and "r" in meta.missing_user_values["roof"]
+        assert "d" in meta.missing_user_values["age"]
+        assert "r" in meta.missing_user_values["roof"]
     suppressed = sum(int((back[c] == suppression).sum()) for c in ("urbrur", "water", "sex", "age", "roof"))
     assert suppressed == result.release_measure.n_missing_cells - len(DONT_KNOW) - len(REFUSED)
     assert all(SUPPRESSED_LABEL in meta.variable_value_labels.get(c, {}).values()

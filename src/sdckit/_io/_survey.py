@@ -34,6 +34,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._io._bounds import check_stat_size
 from sdckit._io._optional import require
 from sdckit.errors import OutputError, ParameterError, SdcWarning
 
@@ -283,6 +284,8 @@ def read_stat(path: Path, ending: str, encoding: str | None = None, labels: str 
     string is missing (Stata's missing text).
     """
     mode = check_labels_mode(labels)
+    _, head = _read(path, ending, encoding, metadataonly=True)
+    _check_size(path, head)  # a compressed .zsav or .sas7bdat is sized before it is inflated
     df, meta = _read(path, ending, encoding)
     all_labels = getattr(meta, "variable_value_labels", None) or {}
     kinds = getattr(meta, "readstat_variable_types", None) or {}
@@ -341,6 +344,17 @@ def _column(
         return pl.Series(name, values)
     mask = np.isnan(arr) | np.isin(arr, [k for k in suppressed if isinstance(k, (int, float))])
     return pl.Series(name, np.where(mask, np.nan, arr)).fill_nan(None)
+
+
+def _check_size(path: Path, meta: Any) -> None:
+    rows = getattr(meta, "number_rows", None)
+    names = list(getattr(meta, "column_names", None) or [])
+    if rows is None or not names:
+        return
+    kinds = getattr(meta, "readstat_variable_types", None) or {}
+    storage = getattr(meta, "variable_storage_width", None) or {}
+    widths = [max(8, int(storage.get(c) or 8)) if kinds.get(c) == "string" else 8 for c in names]
+    check_stat_size(path, int(rows), widths)
 
 
 def pd_series_of(raw: NDArray[Any], like: Any) -> Any:

@@ -22,8 +22,8 @@ from sdckit._io import check_numeric
 from sdckit._io._survey import SurveyLabels, declared_missing_text, value_labels_text
 from sdckit.errors import ConfigError, SdcWarning
 from sdckit.microagg._relations import (
-    LinearRelation,
     MIN_ROWS_PER_COLUMN,
+    LinearRelation,
     LinearRelationError,
     check_linear_relations,
     enough_rows,

@@ -10,12 +10,11 @@ from typing import Any, ClassVar, Literal
 import polars as pl
 
 from sdckit._io._survey import SurveyLabels
-
 from sdckit.anonymize import GlobalRecoder
 from sdckit.anonymize._recode import value_text
 from sdckit.errors import ConfigError
-from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 from sdckit.pipeline._roles import Roles
+from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 from sdckit.pipeline._steps._base import StepContext, StepLog
 
 __all__ = ["RecodeStep"]
