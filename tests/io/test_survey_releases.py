@@ -143,3 +143,38 @@ def test_testdata2_release_keeps_labels_and_missing_codes(tmp_path: Path, ending
     again = read_path(out)
     assert again.height == result.protected.height
     assert np.all(again["age"].cast(pl.String).to_list().count("don't know") == 4)
+
+
+def test_rds_release_has_factors_for_labelled_columns(tmp_path: Path) -> None:
+    """R's format out: the release as one data frame, labelled columns as factors, read back by pyreadr."""
+    import pyreadr
+
+    source = make_sav(tmp_path / "in.sav")
+    out = tmp_path / "release.rds"
+    result = run_pipeline(parse_config(_pipeline(source, out, 3)))
+    write_outputs(result)  # measured again as written before it is kept
+    back = next(iter(pyreadr.read_r(str(out)).values()))
+    assert list(back.columns) == result.protected.columns
+    assert isinstance(back["sex"].dtype, pd.CategoricalDtype)
+    assert list(back["sex"].cat.categories) == ["male", "female"]  # levels in the order of the codes
+    assert isinstance(back["urbrur"].dtype, pd.CategoricalDtype)
+    expected = result.protected["sex"].cast(pl.String).to_list()
+    assert [None if pd.isna(v) else v for v in back["sex"].tolist()] == expected
+    assert int(back["age"].isna().sum()) == result.protected["age"].null_count()  # "don't know" and suppressed: NA
+    assert read_path(out).height == result.protected.height
+
+
+def test_survey_release_refused_before_any_work_naming_the_column(tmp_path: Path) -> None:
+    from sdckit.errors import ConfigError
+
+    source = tmp_path / "t.csv"
+    pl.read_csv(DATA / "sdcmicro_testdata2.csv").rename({"age": "age-years"}).write_csv(source)
+    config = {**_pipeline(source, tmp_path / "out.sav", 3), "quasi_identifiers": ["urbrur", "sex", "age-years"],
+              "numeric": None, "weight": None, "steps": [{"local_suppression": {}}]}
+    with pytest.raises(ConfigError, match=r"output\.data: column 'age-years' is not a valid SPSS variable name") as err:
+        run_pipeline(parse_config(config))
+    assert ".sdckit-" not in str(err.value) and ".part" not in str(err.value)
+    from sdckit.pipeline import check_pipeline_outputs
+
+    with pytest.raises(ConfigError, match=r"output\.data: cannot write 'out\.xyz': end the name in one of"):
+        check_pipeline_outputs(parse_config({**config, "output": {"data": str(tmp_path / "out.xyz"), "report": None}}))

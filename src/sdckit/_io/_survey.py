@@ -429,7 +429,9 @@ def _new_codes(
     return out, {**kept, **{c: t for t, c in code_of.items()}}
 
 
-def write_survey(frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLabels | None = None) -> None:
+def write_survey(
+    frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLabels | None = None, *, shown: str | None = None
+) -> None:
     """Write ``frame`` as SPSS ``.sav`` or Stata ``.dta`` with ``labels`` (see the module's text).
 
     Suppressed cells (``labels.suppressed``) are written as a declared missing value labelled
@@ -543,7 +545,8 @@ def write_survey(frame: pl.DataFrame, path: Path, ending: str, labels: SurveyLab
             if bad is not None
             else " Write Parquet or CSV instead."
         )
-        raise OutputError(f"cannot write {path.name!r} as {ending}: {reason}.{hint}") from None
+        name = shown or path.name  # the output's name, never the temporary file's
+        raise OutputError(f"cannot write {name!r} as {ending}: {reason}.{hint}") from None
 
 
 def _valid_name(name: str) -> bool:
@@ -607,3 +610,15 @@ def value_labels_text(labels: SurveyLabels | None, frame: pl.DataFrame) -> dict[
         for c in labels.labelled
         if c in frame.columns and frame.schema[c] in (pl.Categorical, pl.String)
     }
+
+
+def survey_name_problem(columns: Iterable[str], ending: str) -> str | None:
+    """Why a ``.sav``/``.dta`` release cannot hold these columns (a name SPSS or Stata refuses), with the fix; None when it can."""
+    if ending not in (".sav", ".dta"):
+        return None
+    bad = next((c for c in columns if not _valid_name(c)), None)
+    if bad is None:
+        return None
+    program = "SPSS" if ending == ".sav" else "Stata"
+    return (f"column {bad!r} is not a valid {program} variable name (letters, digits and _ only, starting with a letter, "
+            f"at most 32 characters): rename it before sdckit, or write Parquet, CSV or .rds")

@@ -13,7 +13,8 @@ import polars as pl
 from sdckit._io import check_outputs, read_back_options, read_data, write_table
 from sdckit._io._outputs import Staging, report_files, set_aside, staged_outputs
 from sdckit._io._survey import SurveyLabels, declared_as_missing
-from sdckit.errors import ConfigError
+from sdckit._io._write import check_writable_format
+from sdckit.errors import ConfigError, OutputError
 from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._result import PipelineResult
 from sdckit.risk._measures._release import ReleaseMeasure, measure_release
@@ -87,6 +88,11 @@ def check_pipeline_outputs(config: PipelineConfig, extra_inputs: Sequence[str | 
     """
     outs = pipeline_outputs(config)
     inputs = pipeline_inputs(config, extra_inputs)
+    if config.output_data and config.engine == "polars":
+        try:
+            check_writable_format(config.output_data)
+        except OutputError as err:
+            raise ConfigError(f"{config.source}: output.data: {err}") from None
     if config.engine != "polars" and config.output_data:
         data = check_release_directory(config, inputs)
         outs = [o for o in outs if o != data]
@@ -167,7 +173,7 @@ def write_outputs(
         path = result.data_output
         if path is not None:
             temp = stage.path(path)
-            write_table(result.protected, temp, atomic=False, labels=result.labels)
+            write_table(result.protected, temp, atomic=False, labels=result.labels, shown=Path(path).name)
             written["data"] = path
             original = result.input_frame
             if original is not None and result.row_order is not None:

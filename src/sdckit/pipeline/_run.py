@@ -13,13 +13,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import check_numeric
-from sdckit._io._survey import SurveyLabels, declared_missing_text, value_labels_text
+from sdckit._io._survey import SurveyLabels, declared_missing_text, survey_name_problem, value_labels_text
 from sdckit.errors import ConfigError, SdcWarning
 from sdckit.microagg._relations import (
     MIN_ROWS_PER_COLUMN,
@@ -93,6 +94,16 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
         raise ConfigError(f"{config.source}: {err}".replace("--allow-linear-relations, allow_linear_relations=True, or ", "")) from None
 
 
+def _check_release_names(config: PipelineConfig, released: list[str]) -> None:
+    """Before any work: a ``.sav``/``.dta`` release refuses a column name SPSS or Stata does not accept."""
+    if not config.output_data:
+        return
+    ending = Path(str(config.output_data)).suffix.lower()
+    problem = survey_name_problem(released, ending)
+    if problem is not None:
+        raise ConfigError(f"{config.source}: output.data: {problem}.")
+
+
 def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, report: bool | None = None) -> PipelineResult:
     """Run ``config`` end to end in memory; see :func:`write_outputs` to write the files.
 
@@ -124,6 +135,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     if labels_in is not None and any(m.shape[0] != frame.height for m in labels_in.declared.values()):
         labels_in = replace(labels_in, declared={})  # `missing: drop` dropped every row holding one
     config, roles = resolve_roles(config, frame, labels_in)
+    _check_release_names(config, roles.released(frame.columns))
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
         config = config.replace(name=f"Release report: {short}")

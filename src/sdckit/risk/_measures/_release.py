@@ -292,7 +292,7 @@ def _l_diversity(release: pl.DataFrame, qis: Sequence[str], sensitive: Sequence[
     cols = [c for c in sensitive if c in release.columns and c not in qis]
     if not cols:
         return None, "no sensitive column is released"
-    got = l_diversity(release, list(qis), cols, missing="value")
+    got = l_diversity(release, list(qis), cols, missing="value", t_closeness=True)
     out: dict[str, Any] = {}
     for row in got.to_dict()["per_column"]:
         out[row["column"]] = {"l": row["distinct_l"], **row, "n_groups": got.n_groups}
