@@ -173,7 +173,8 @@ def test_survey_release_refused_before_any_work_naming_the_column(tmp_path: Path
               "numeric": None, "weight": None, "steps": [{"local_suppression": {}}]}
     with pytest.raises(ConfigError, match=r"output\.data: column 'age-years' is not a valid SPSS variable name") as err:
         run_pipeline(parse_config(config))
-    assert ".sdckit-" not in str(err.value) and ".part" not in str(err.value)
+    assert ".sdckit-" not in str(err.value)
+    assert ".part" not in str(err.value)
     from sdckit.pipeline import check_pipeline_outputs
 
     with pytest.raises(ConfigError, match=r"output\.data: cannot write 'out\.xyz': end the name in one of"):
