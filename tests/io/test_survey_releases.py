@@ -179,3 +179,21 @@ def test_survey_release_refused_before_any_work_naming_the_column(tmp_path: Path
 
     with pytest.raises(ConfigError, match=r"output\.data: cannot write 'out\.xyz': end the name in one of"):
         check_pipeline_outputs(parse_config({**config, "output": {"data": str(tmp_path / "out.xyz"), "report": None}}))
+
+
+def test_consistent_counts_across_a_category_read_back_as_numbers() -> None:
+    """Before: ``cannot cast categorical types to Float64`` when a key is a category in memory and numbers
+    in the file read back. Checked against the definition, pair by pair."""
+    from sdckit.risk._measures._release import consistent_counts
+
+    release = pl.DataFrame({"a": [1.0, 2.0, None, 3.0, 2.5], "b": ["x", "y", "x", "x", None]})
+    known = pl.DataFrame({"a": ["1", "2", "2", "3", "2.5"], "b": ["x", "y", "x", "x", "y"]}).with_columns(
+        pl.col("a").cast(pl.Categorical))
+    got = consistent_counts(release, known, ["a", "b"])
+
+    def text(v: object) -> object:
+        return None if v is None else (str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
+
+    brute = [sum(all(r is None or text(r) == u for r, u in zip(rel_row, user, strict=True))
+                 for rel_row in release.rows()) for user in known.with_columns(pl.col("a").cast(pl.String)).rows()]
+    assert got.tolist() == brute

@@ -226,6 +226,15 @@ def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
     return expr.fill_null(True)
 
 
+def _as_text(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A column as text, a whole number without its ``.0`` (``3.0`` -> ``"3"``, as a label shows a code)."""
+    x = pl.col(column)
+    if dtype.is_float():
+        whole = x.is_finite() & (x == x.round(0))
+        return pl.when(whole).then(x.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(x.cast(pl.String)).alias(column)
+    return x.cast(pl.String).alias(column)
+
+
 def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifiers: Sequence[str]) -> np.ndarray:
     """Per user (row of ``known``), the released rows consistent with the user's values.
 
@@ -242,7 +251,15 @@ def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifi
     if not qis:
         return np.full(n_users, release.height, dtype=np.int64)
     rel = release.select(qis)
-    users = known.select([pl.col(c).cast(rel.schema[c], strict=False) for c in qis]).with_row_index("__user")
+    # a column typed differently in the release (labels read back as categories, codes as numbers) is
+    # compared as text on both sides: 3.0 and "3" are one value, and no cast of a category to a number fails
+    differ = [c for c in qis if rel.schema[c] != known.schema[c]
+              and not (rel.schema[c].is_numeric() and known.schema[c].is_numeric())]
+    if differ:
+        rel = rel.with_columns(_as_text(c, rel.schema[c]) for c in differ)
+    users = known.select(
+        [_as_text(c, known.schema[c]) if c in differ else pl.col(c).cast(rel.schema[c], strict=False) for c in qis]
+    ).with_row_index("__user")
     miss = rel.select([_suppressed(c, rel.schema[c]).alias(c) for c in qis])
     patterns = miss.with_row_index("__row").group_by(qis).agg(pl.col("__row"))
     out = np.zeros(n_users, dtype=np.int64)
