@@ -88,15 +88,15 @@ def check_pipeline_outputs(config: PipelineConfig, extra_inputs: Sequence[str | 
     """
     outs = pipeline_outputs(config)
     inputs = pipeline_inputs(config, extra_inputs)
+    if config.engine != "polars" and config.output_data:
+        data = check_release_directory(config, inputs)
+        outs = [o for o in outs if o != data]
+    check_outputs(outs, inputs, make_folders=True)
     if config.output_data and config.engine == "polars":
         try:
             check_writable_format(config.output_data)
         except OutputError as err:
             raise ConfigError(f"{config.source}: output.data: {err}") from None
-    if config.engine != "polars" and config.output_data:
-        data = check_release_directory(config, inputs)
-        outs = [o for o in outs if o != data]
-    check_outputs(outs, inputs, make_folders=True)
 
 
 class Writable(Protocol):
