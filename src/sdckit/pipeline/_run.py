@@ -11,7 +11,7 @@ run through its ``run`` (``apply`` and the randomness logged); the loop never as
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -94,7 +94,7 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
         raise ConfigError(f"{config.source}: {err}".replace("--allow-linear-relations, allow_linear_relations=True, or ", "")) from None
 
 
-def _check_release_names(config: PipelineConfig, released: list[str]) -> None:
+def _check_release_names(config: PipelineConfig, released: Sequence[str]) -> None:
     """Before any work: a ``.sav``/``.dta`` release refuses a column name SPSS or Stata does not accept."""
     if not config.output_data:
         return
