@@ -235,8 +235,11 @@ def _null_dimension(x: NDArray[np.float64], tol: float) -> int:
     if live.sum() < 2:
         return 0
     z = (x[:, live] - x[:, live].mean(axis=0)) / sd[live]
-    s = np.linalg.svd(z, compute_uv=False) / np.sqrt(z.shape[0])
-    return int(np.sum(s <= tol)) + max(0, int(live.sum()) - len(s))
+    if z.shape[1] < GRAM_FROM and z.shape[1] <= z.shape[0]:
+        s = np.linalg.svd(z, compute_uv=False) / np.sqrt(z.shape[0])
+        return int(np.sum(s <= tol)) + max(0, int(live.sum()) - len(s))
+    lam = np.linalg.eigvalsh(z.T @ z / z.shape[0])  # as in find_linear_relations: the same values, squared
+    return int(np.sum(np.sqrt(np.clip(lam, 0.0, None)) <= tol))
 
 
 def _leaking_relation(
