@@ -150,8 +150,10 @@ def _folder(tmp_path: Path) -> Path:
 def test_empty_tables(tmp_path: Path) -> None:
     with pytest.raises(EmptyTableError, match="no rows"):
         read_data(pl.DataFrame({"a": []}, schema={"a": pl.Int64}))
-    with pytest.raises(EmptyTableError, match="after dropping rows with missing values"):
+    with pytest.raises(EmptyTableError, match="column 'a' is missing in every one of the 2 rows"):  # names it (issue 36)
         read_data(pl.DataFrame({"a": [None, None]}, schema={"a": pl.Int64}), missing="drop")
+    with pytest.raises(EmptyTableError, match="after dropping rows with missing values"):  # each row misses one
+        read_data(pl.DataFrame({"a": [None, 1], "b": [2, None]}), missing="drop")
     with pytest.raises(TooFewRowsError, match="need at least 5 rows; the table has 4"):
         read_data(pl.DataFrame(ROWS), min_rows=5)
 

@@ -93,8 +93,13 @@ def test_partly_labelled_file_reads_unlabelled_codes_stay_values(tmp_path: Path,
     assert codes["relat"].to_list()[:5] == [9.0] * 5  # the code, never missing
     assert codes["income"].to_list() == [float(v) for v in raw["income"].to_list()]
     if make is make_dta:
-        assert codes["hhcivil"].cast(pl.String).to_list()[3] == ".a"  # the extended missing kept as its code
-        assert read_path(path)["hhcivil"].cast(pl.String).to_list()[7] == "refused"
+        # hhcivil is labelled only at its extended missing .a: a number, .a missing, its code kept beside the data
+        assert codes["hhcivil"].to_list()[3] is None
+        assert read_path(path)["hhcivil"].to_list()[7] is None
+        assert read_path(path).schema["hhcivil"] == pl.Float64
+        declared = read_labels(path).declared["hhcivil"]  # type: ignore[union-attr]
+        assert [i for i, v in enumerate(declared) if v is not None] == [3, 7]
+        assert declared[3] == "a"
     assert read_data(path, labels="codes").frame["sex"].to_list()[:3] == [float(v) for v in raw["sex"].to_list()[:3]]
 
 

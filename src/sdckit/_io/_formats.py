@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -152,7 +153,51 @@ def read_r(path: Path, ending: str) -> pl.DataFrame:
             f"{path.name!r} holds {what}; sdckit reads a file with one data frame. In R, save the one "
             "you mean alone, e.g. saveRDS(df, 'data.rds')."
         )
-    return _labels_as_categories(next(iter(frames.values())))
+    return _labels_as_categories(_without_automatic_row_names(next(iter(frames.values()))))
+
+
+def _without_automatic_row_names(df: pl.DataFrame) -> pl.DataFrame:
+    """pyreadr adds R's row names as a column ``rownames``; R's automatic ones ("1", "2", ...) are no data.
+    A float ``NaN`` is R's ``NA`` (missing)."""
+    floats = [c for c, t in df.schema.items() if t.is_float()]
+    df = df.with_columns(pl.col(c).fill_nan(None) for c in floats)  # pyreadr reads R's NA as NaN
+    if "rownames" not in df.columns:
+        return df
+    names = df["rownames"].cast(pl.String).to_list()
+    if names == [str(i) for i in range(1, df.height + 1)]:
+        return df.drop("rownames")
+    return df
+
+
+def write_r(frame: pl.DataFrame, path: Path, labels: Any = None) -> None:
+    """Write ``frame`` as R's ``.rds``: one data frame, whose category columns, and the columns with value
+    labels in ``labels`` (a :class:`~sdckit._io.SurveyLabels`), are factors (levels in the order of their
+    codes, then the other values); every missing cell is ``NA`` (R has no declared missing values: a
+    suppressed cell and a "don't know" are both ``NA``)."""
+    pyreadr = require("pyreadr", extra="formats", what="writing .rds files")
+    import pandas as pd  # pyreadr's own dependency; loaded only for an R release
+
+    labelled = set(getattr(labels, "labelled", ()) or ())
+    value_labels = getattr(labels, "value_labels", {}) or {}
+    data: dict[str, Any] = {}
+    for col in frame.columns:
+        series = frame[col]
+        if series.dtype in (pl.Categorical, pl.Enum) or (col in labelled and series.dtype == pl.String):
+            values = series.cast(pl.String).to_list()
+            ordered = [v for _, v in sorted(value_labels.get(col, {}).items(), key=lambda kv: str(kv[0]))]
+            present = {v for v in values if v is not None}
+            levels = [v for v in dict.fromkeys(ordered) if v in present]
+            levels += sorted(present - set(levels))
+            data[col] = pd.Categorical(values, categories=levels)
+        elif series.dtype == pl.String:
+            data[col] = pd.Series(series.to_list(), dtype=object)
+        elif series.dtype == pl.Boolean:
+            data[col] = pd.Series(series.to_list(), dtype="boolean")
+        elif series.dtype.is_numeric():
+            data[col] = pd.Series(series.cast(pl.Float64).fill_nan(None).to_numpy(), dtype=float)
+        else:
+            data[col] = pd.Series(series.cast(pl.String).to_list(), dtype=object)
+    pyreadr.write_rds(str(path), pd.DataFrame(data))
 
 
 def apply_na_values(df: pl.DataFrame, na_values: Sequence[str]) -> pl.DataFrame:

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from sdckit._io._bounds import check_parquet, check_stream, check_zip
 from sdckit._io._formats import (
     READERS,
     ReadOptions,
@@ -149,6 +150,12 @@ def read_path(path: str | os.PathLike[str], options: ReadOptions | None = None) 
         raise EmptyTableError(f"{str(path)!r} is empty (0 bytes): no header and no rows. Check the export.")
     if _ending(p) == ".gz":
         check_decompressed_size(p)  # before any reader inflates it whole
+    elif fmt == "parquet":
+        check_parquet(p)  # from its footer: rows, row groups, the size in memory
+    elif fmt == "excel" and _ending(p) in (".xlsx", ".xlsm", ".ods"):
+        check_zip(p)  # a zip of XML
+    elif fmt == "r":
+        check_stream(p)  # .rds and .RData are gzip, bzip2 or xz streams
     if fmt in ("excel", "stat", "r"):
         return _read_other(p, fmt, opts)
     sep = "\t" if fmt == "tsv" else ","

@@ -146,6 +146,13 @@ def read_data(
             if missing == "drop":
                 keep = ~nw.any_horizontal(*[_missing_expr(frame, c, schema) for c in names], ignore_nulls=True)
                 before = len(frame)
+                empty = [name for name in names if before and int(masks[name].to_numpy().sum()) == before]
+                if empty:
+                    raise EmptyTableError(
+                        f"column {empty[0]!r} is missing in every one of the {before:,} rows, so dropping the rows with a "
+                        "missing value leaves none; leave the column out, or check how the file was read (the strings "
+                        "read as missing: na_values)."
+                    )
                 frame = frame.filter(keep)
                 n_dropped = before - len(frame)
         else:

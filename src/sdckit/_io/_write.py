@@ -38,7 +38,7 @@ def writing(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OutputError(f"cannot write {str(path)!r}: {reason}.") from None
 
 
-_WRITERS = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".jsonl", ".ndjson", ".sav", ".dta")
+_WRITERS = (".parquet", ".pq", ".csv", ".csv.gz", ".tsv", ".jsonl", ".ndjson", ".sav", ".dta", ".rds")
 
 
 def read_back_options(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -52,14 +52,17 @@ def read_back_options(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"separator": separator, "encoding": "utf-8", "decimal": ".", "na_values": ("",)}
 
 
-def write_table(frame: Any, path: str | os.PathLike[str], *, atomic: bool = True, labels: Any = None) -> Path:
+def write_table(
+    frame: Any, path: str | os.PathLike[str], *, atomic: bool = True, labels: Any = None, shown: str | None = None
+) -> Path:
     """Write a polars DataFrame by the path's ending: Parquet, CSV (optionally ``.gz``), TSV, JSON
-    lines, SPSS ``.sav`` or Stata ``.dta`` (with ``labels``, a :class:`~sdckit._io.SurveyLabels`).
+    lines, SPSS ``.sav`` or Stata ``.dta`` (with ``labels``, a :class:`~sdckit._io.SurveyLabels`), or
+    R's ``.rds`` (a data frame; categories and labelled columns as factors).
 
     The folder is created if needed; an unknown ending or a failed write raises :class:`OutputError`.
     The file is written to a temporary file beside it and renamed into place when complete
     (``atomic=False`` writes ``path`` itself: for a path already staged by
-    :func:`~sdckit._io._outputs.staged_outputs`).
+    :func:`~sdckit._io._outputs.staged_outputs`; ``shown`` is then the output's name for messages).
     """
     p = Path(path)
     name = p.name.lower()
@@ -70,14 +73,28 @@ def write_table(frame: Any, path: str | os.PathLike[str], *, atomic: bool = True
         )
     if not atomic:
         with writing(p):
-            _write_as(frame, p, ending, labels)
+            _write_as(frame, p, ending, labels, shown=shown)
         return p
     with atomic_output(p) as temp:
-        _write_as(frame, temp, ending, labels)
+        _write_as(frame, temp, ending, labels, shown=p.name)
     return p
 
 
-def _write_as(frame: Any, p: Path, ending: str, labels: Any) -> None:
+def writer_ending(path: str | os.PathLike[str]) -> str | None:
+    """The ending :func:`write_table` writes ``path`` by, or None when it writes no such file."""
+    name = Path(path).name.lower()
+    return next((e for e in sorted(_WRITERS, key=len, reverse=True) if name.endswith(e)), None)
+
+
+def check_writable_format(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, an output name whose ending :func:`write_table` does not write."""
+    if writer_ending(path) is None:
+        raise OutputError(
+            f"cannot write {Path(path).name!r}: end the name in one of {', '.join(_WRITERS)} to choose the format."
+        )
+
+
+def _write_as(frame: Any, p: Path, ending: str, labels: Any, shown: str | None = None) -> None:
     if ending in (".parquet", ".pq"):
         frame.write_parquet(p)
     elif ending == ".csv.gz":
@@ -90,6 +107,11 @@ def _write_as(frame: Any, p: Path, ending: str, labels: Any) -> None:
         # lazy: start-up time (loads polars)
         from sdckit._io._survey import write_survey
 
-        write_survey(frame, p, ending, labels)
+        write_survey(frame, p, ending, labels, shown=shown)
+    elif ending == ".rds":
+        # lazy: start-up time (pyreadr and pandas load only for an R release)
+        from sdckit._io._formats import write_r
+
+        write_r(frame, p, labels)
     else:
         frame.write_ndjson(p)

@@ -73,6 +73,43 @@ def _interval_of(
     return labels[i]
 
 
+def value_text(value: Any) -> str:
+    """A value as a mapping key and as text in a recoded column: ``3`` and ``3.0`` -> ``"3"``, ``2.5`` -> ``"2.5"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return str(int(x)) if math.isfinite(x) and x.is_integer() and abs(x) < 2**53 else repr(x)
+    return str(value)
+
+
+def _text_or_none(value: Any) -> Any:
+    return None if value is None else value_text(value)
+
+
+def _texts(values: Any) -> Any:
+    return np.array([_text_or_none(v) for v in np.asarray(values, dtype=object).tolist()], dtype=object)
+
+
+def _mapped(mapping: Mapping[str, Any], value: Any) -> Any:
+    """The new value of ``value`` (a number matches its key as ``3`` or ``3.0``), else the value itself."""
+    key = value_text(value)
+    if key in mapping:
+        return mapping[key]
+    return mapping.get(str(value), value)
+
+
+def as_one_type(values: list[Any]) -> list[Any]:
+    """Recoded values of one type: when a mapping sends some values to text (``3 -> "3-8"``), the
+    values it leaves become their text too (``1 -> "1"``), so the column is text, as its labels are."""
+    present = [v for v in values if v is not None]
+    if any(isinstance(v, str) for v in present) and not all(isinstance(v, str) for v in present):
+        return [None if v is None else v if isinstance(v, str) else value_text(v) for v in values]
+    return values
+
+
 class GlobalRecoder(Anonymizer):
     """Global recoding: every cell of a column is replaced by its class (an interval or a group).
 
@@ -173,7 +210,10 @@ class GlobalRecoder(Anonymizer):
         for name in names:
             before = text_values(frame[name])
             after = np.array(self._apply(name, before), dtype=object)
-            changes[name] = change_counts(before, after)
+            if "mapping" in learned[name]:  # a value left as it was is not changed by becoming its text (1 -> "1")
+                changes[name] = change_counts(_texts(before), _texts(after))
+            else:
+                changes[name] = change_counts(before, after)
             if learned[name].get("closed") == "right":
                 changes[name]["outside_breaks"] = int(sum(a is None and b is not None for a, b in zip(after, before, strict=True)))
         self.changes_ = changes
@@ -221,7 +261,7 @@ class GlobalRecoder(Anonymizer):
                 # mapped value by value: the changes follow from the distinct values, compared as in memory
                 old = stats[name].distinct()
                 new = self._apply(name, old)
-                moved = [o for o, v in zip(old, new, strict=True) if not _same(o, v)]
+                moved = [o for o, v in zip(old, new, strict=True) if not _same(_text_or_none(o), _text_or_none(v))]
                 merged[name] = max(0, len(old) - len({v for v in new if v is not None}))
                 hit = before.is_in(moved).fill_null(False) if moved else before.is_null() & ~before.is_null()
                 exprs.append(hit.cast(nw.Int64).sum().alias(f"__sdckit{j}_changed"))
@@ -263,7 +303,7 @@ class GlobalRecoder(Anonymizer):
             new = self._apply(name, old)
             out_dtype = dtype_of(new, dtype)
             if out_dtype == nw.String:
-                new = [None if v is None else str(v) for v in new]
+                new = [None if v is None else value_text(v) for v in new]
             out_dtype = holding_missing(frame, out_dtype)
             return lookup(x, old, new, out_dtype).alias(name), out_dtype
         breaks, labels, closed_last = rule["breaks"], rule["labels"], rule["closed_last"]
@@ -310,7 +350,7 @@ class GlobalRecoder(Anonymizer):
             ]
         if "mapping" in rule:
             mapping = rule["mapping"]
-            return [None if v is None else mapping.get(str(v), v) for v in values]
+            return as_one_type([None if v is None else _mapped(mapping, v) for v in values])
         breaks, labels, closed_last = rule["breaks"], rule["labels"], rule["closed_last"]
         side = rule.get("closed", "left")
         return [None if v is None else _interval_of(float(v), breaks, labels, closed_last, name, side) for v in values]
@@ -412,7 +452,7 @@ def _learn(name: str, rule: Mapping[str, Any], stats: _SeriesStats | _LazyStats,
         mapping = rule["mapping"]
         if not isinstance(mapping, Mapping):
             raise ParameterError(f"column {name!r}: mapping must be {{value: new_value}}, got {mapping!r}.")
-        return {"mapping": {str(k): v for k, v in mapping.items()}}
+        return {"mapping": {value_text(k): v for k, v in mapping.items()}}
     if "hierarchy" in rule:
         h = as_hierarchy(rule["hierarchy"], name)
         level = h.check_level(rule.get("level", 1), name)

@@ -130,6 +130,12 @@ def recode(
         "--hierarchy",
         help="COLUMN=SOURCE: an ARX-style CSV or a built-in name such as adult:age (repeatable).",
     ),
+    mapping: list[str] | None = typer.Option(
+        None,
+        "--mapping",
+        help="COLUMN=OLD:NEW,OLD:NEW merges values into labels, e.g. water=3:3-8,4:3-8 (sdcMicro's groupAndRename; "
+        "repeatable).",
+    ),
     level: list[str] | None = typer.Option(
         None, "--level", help="COLUMN=L, the hierarchy level (default 1)."
     ),
@@ -157,6 +163,11 @@ def recode(
             raise typer.BadParameter(
                 f"{text!r}: give numbers, e.g. age=20,40,60", param_hint="--breaks"
             ) from None
+    for col, text in _pairs(mapping, "--mapping").items():
+        pairs = [part.split(":", 1) for part in text.split(",") if part.strip()]
+        if not pairs or any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+            raise typer.BadParameter(f"{text!r}: give OLD:NEW pairs, e.g. water=3:3-8,4:3-8", param_hint="--mapping")
+        spec[col] = {"mapping": {old.strip(): new.strip() for old, new in pairs}}
     levels = _pairs(level, "--level")
     for col, source in _pairs(hierarchy, "--hierarchy").items():
         try:
@@ -167,7 +178,7 @@ def recode(
     if levels:
         raise typer.BadParameter(f"--level for {sorted(levels)} without --hierarchy", param_hint="--level")
     if not spec:
-        raise typer.BadParameter("give --rules, --breaks or --hierarchy", param_hint="--rules")
+        raise typer.BadParameter("give --rules, --breaks, --mapping or --hierarchy", param_hint="--rules")
     if out is not None:  # the rules file and hierarchy files are inputs too
         check_outputs([out], [data, rules, *(str(s.get("hierarchy")) for s in spec.values() if "hierarchy" in s)])
     frame = read_path(data)

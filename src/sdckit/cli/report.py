@@ -248,6 +248,8 @@ def run(
     if result.steps:
         stdout.print(table)
     _print_roles(result)
+    for warning in measure.warnings if measure is not None else ():
+        stdout.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     _print_verdict(result)
     for kind, path in written.items():
         if kind != "set_aside":

@@ -28,6 +28,7 @@ __all__ = [
     "LinearRelation",
     "LinearRelationError",
     "check_linear_relations",
+    "enough_rows",
     "find_linear_relations",
     "guard_masking",
 ]
@@ -136,6 +137,8 @@ def find_linear_relations(
     Constant columns are left out (a constant is its own trivial relation). Z = (x - mean) / sd
     (population sd); its right singular vectors with s / sqrt(n) <= near_tol span the (near) null
     space [Golub & Van Loan, *Matrix Computations*, §5.5]. Cost O(n p^2) time, O(n p) memory.
+    With fewer than :data:`MIN_ROWS_PER_COLUMN` complete rows per non-constant column no relation is
+    returned: n rows make any n - 1 centred columns dependent, a relation of the sample, not of the data.
 
     Examples
     --------
@@ -155,8 +158,8 @@ def find_linear_relations(
     mean, sd = x.mean(axis=0), x.std(axis=0)
     live = np.flatnonzero(sd > 0)
     names = [str(c) for c in names]
-    if live.size < 2:
-        return []
+    if live.size < 2 or not enough_rows(n, int(live.size)):
+        return []  # too few rows: any columns would look related
     z = (x[:, live] - mean[live]) / sd[live]
     if live.size <= n and live.size < GRAM_FROM:  # thin SVD: O(n p^2) time, O(n p) memory (never the n x n factor)
         _, s, vt = np.linalg.svd(z, full_matrices=False)
@@ -211,6 +214,59 @@ def _tidy(c: float) -> float:
     return r if abs(c - r) <= 1e-9 * max(1.0, abs(c)) else c
 
 
+MIN_ROWS_PER_COLUMN = 2
+"""Relations are looked for only with at least this many complete rows per (non-constant) column: with
+n rows, any n - 1 centred columns are linearly dependent (8 rows of 8 columns always are), and random
+data of n >= 2 p rows has no near-relation at 1 % (the smallest singular value of an n x p Gaussian
+matrix, over sqrt(n), is about 1 - sqrt(p / n) >= 0.29)."""
+
+
+def enough_rows(n_rows: int, n_columns: int) -> bool:
+    """Whether ``n_rows`` complete rows can show a relation among ``n_columns`` columns (:data:`MIN_ROWS_PER_COLUMN`)."""
+    return n_rows >= MIN_ROWS_PER_COLUMN * n_columns
+
+
+def _null_dimension(x: NDArray[np.float64], tol: float) -> int:
+    """The number of independent (near-)exact relations among the columns of ``x`` (complete rows)."""
+    if x.shape[1] == 0:
+        return 0
+    sd = x.std(axis=0)
+    live = sd > 0
+    if live.sum() < 2:
+        return 0
+    z = (x[:, live] - x[:, live].mean(axis=0)) / sd[live]
+    if z.shape[1] < GRAM_FROM and z.shape[1] <= z.shape[0]:
+        s = np.linalg.svd(z, compute_uv=False) / np.sqrt(z.shape[0])
+        return int(np.sum(s <= tol)) + max(0, int(live.sum()) - len(s))
+    lam = np.linalg.eigvalsh(z.T @ z / z.shape[0])  # as in find_linear_relations: the same values, squared
+    return int(np.sum(np.sqrt(np.clip(lam, 0.0, None)) <= tol))
+
+
+def _leaking_relation(
+    x: NDArray[np.float64], names: list[str], hit: list[str], raw: list[str], relations: list[LinearRelation], tol: float
+) -> LinearRelation | None:
+    """The relation that ties masked to released unmasked columns, or None when every relation found is
+    among masked columns only (masked together) or among unmasked ones only.
+
+    A leak is a relation not made of those two kinds: the null space of all the columns is larger than
+    the null spaces of the masked ones and of the unmasked ones together (counted at twice the
+    tolerance, so that a relation at the edge of it is not split by rounding). Named, when it can be,
+    as a masked column solved from unmasked ones (``PTOTVAL = PEARNVAL + POTHVAL``).
+    """
+    col = {c: i for i, c in enumerate(names)}
+    both = _null_dimension(x[:, [col[c] for c in hit + raw]], tol)
+    apart = _null_dimension(x[:, [col[c] for c in hit]], 2 * tol) + _null_dimension(x[:, [col[c] for c in raw]], 2 * tol)
+    if both <= apart:
+        return None
+    for target in hit:
+        solved = find_linear_relations(x[:, [col[target]] + [col[c] for c in raw]], [target, *raw], near_tol=tol, prefer=[target])
+        found = next((r for r in solved if r.target == target), None)
+        if found is not None:
+            return found
+    hit_set, raw_set = set(hit), set(raw)
+    return next((r for r in relations if set(r.columns) & hit_set and set(r.columns) & raw_set), None)
+
+
 def check_linear_relations(
     x: NDArray[np.float64],
     names: Sequence[str],
@@ -221,29 +277,39 @@ def check_linear_relations(
 ) -> list[LinearRelation]:
     """Raise :class:`LinearRelationError` when a relation ties masked columns to released unmasked ones.
 
-    ``names`` are the columns of ``x``; ``masked`` the ones a step changes; ``released`` every
-    column that goes out (masked or not). A relation is harmless when one of its columns is withheld
-    or when all of them are masked. Returns every relation found (for the report).
+    ``names`` are the columns of ``x``; ``masked`` the ones a step changes (masked, recoded into
+    bands); ``released`` every column that goes out (masked or not). A relation is harmless when one
+    of its columns is withheld, when all of its columns are masked (masked together: a relation among
+    masked columns gives none of them back), or when none is. Only relations that hold to
+    ``near_tol`` of a column's sd, found with at least :data:`MIN_ROWS_PER_COLUMN` complete rows per
+    column, count. Returns every relation found (for the report).
     """
     masked_set, released_set = set(masked), set(released)
+    names = [str(c) for c in names]
     relations = find_linear_relations(x, names, near_tol=near_tol, prefer=[c for c in names if c in masked_set])
-    for rel in relations:
-        cols = set(rel.columns)
-        hit = cols & masked_set
-        raw = cols - masked_set
-        if hit and raw and raw <= released_set:
-            raw_names = [c for c in rel.columns if c in raw]
-            hit_names = [c for c in rel.columns if c in hit]
-            joined = " and ".join(raw_names) if len(raw_names) <= 2 else ", ".join(raw_names[:-1]) + " and " + raw_names[-1]
-            alone = " and ".join(hit_names)
-            verb = "adding" if all(c == 1.0 for c in rel.coefficients) else "combining"
-            withhold = "withhold one" if len(raw_names) > 1 else "withhold it"
-            raise LinearRelationError(
-                f"{rel.formula()}: masking {alone} alone is undone by {verb} {joined}; "
-                f"mask them together or {withhold}. (To release anyway, pass the explicit override: "
-                "--allow-linear-relations, allow_linear_relations=True, or `allow_linear_relations: true`.)"
-            )
-    return relations
+    if not relations:
+        return relations
+    hit = [c for c in names if c in masked_set]
+    raw = [c for c in names if c not in masked_set and c in released_set]
+    if not hit or not raw:
+        return relations
+    complete = np.asarray(x, dtype=np.float64)
+    complete = complete[~np.isnan(complete).any(axis=1)]
+    rel = _leaking_relation(complete, names, hit, raw, relations, near_tol)
+    if rel is None:
+        return relations
+    raw_names = [c for c in rel.columns if c in set(raw)]
+    hit_names = [c for c in rel.columns if c in masked_set]
+    joined = " and ".join(raw_names) if len(raw_names) <= 2 else ", ".join(raw_names[:-1]) + " and " + raw_names[-1]
+    alone = " and ".join(hit_names)
+    verb = "adding" if all(c == 1.0 for c in rel.coefficients) else "combining"
+    withhold = "withhold one" if len(raw_names) > 1 else "withhold it"
+    raise LinearRelationError(
+        f"{rel.formula()}: masking {alone} alone is undone by {verb} {joined}; "
+        f"mask them together or {withhold}. (The relation holds in {complete.shape[0]:,} rows to within "
+        f"{100 * near_tol:g} % of {rel.target}'s sd; looser relations are not refused. To release anyway, pass the "
+        "explicit override: --allow-linear-relations, allow_linear_relations=True, or `allow_linear_relations: true`.)"
+    )
 
 
 def guard_masking(source: object, masked: Sequence[str], *, allow: bool = False) -> list[LinearRelation]:

@@ -364,6 +364,10 @@ class PipelineConfig(_Strict):
     """The attacks an outsider runs on the release, and their budget (``attacks: {budget: {singling_out: 0.05}}``)."""
     allow_linear_relations: Flag = False
     """Mask even when a linear relation ties masked columns to released unmasked ones."""
+    warn_loss_share: Annotated[float, Field(ge=0, le=1)] = 0.25
+    """Warn when a step suppresses (or PRAM changes) more than this share of a released column's cells."""
+    warn_key_categories_share: Annotated[float, Field(ge=0, le=1)] = 0.2
+    """Warn when a quasi-identifier no step recodes has more distinct values than this share of the rows."""
     steps: tuple[AnyStep, ...] = ()
     """Masking steps, applied in order."""
     output_data: Text | None = None
@@ -559,6 +563,8 @@ class PipelineConfig(_Strict):
             "allow_over_budget": self.allow_over_budget,
             "attacks": self.attacks.model_dump(),
             "allow_linear_relations": self.allow_linear_relations,
+            "warn_loss_share": self.warn_loss_share,
+            "warn_key_categories_share": self.warn_key_categories_share,
             "steps": [s.to_dict() for s in self.steps],
             "output": {"data": self.output_data, "report": self.output_report},
         }

@@ -13,7 +13,9 @@ import polars as pl
 
 from sdckit._io import check_outputs, read_back_options, read_data, write_table
 from sdckit._io._outputs import Staging, report_files, set_aside, staged_outputs
-from sdckit.errors import ConfigError
+from sdckit._io._survey import SurveyLabels, declared_as_missing
+from sdckit._io._write import check_writable_format
+from sdckit.errors import ConfigError, OutputError
 from sdckit.pipeline._config import PipelineConfig
 from sdckit.pipeline._result import PipelineResult
 from sdckit.risk._measures._release import ReleaseMeasure, measure_release
@@ -91,6 +93,11 @@ def check_pipeline_outputs(config: PipelineConfig, extra_inputs: Sequence[str | 
         data = check_release_directory(config, inputs)
         outs = [o for o in outs if o != data]
     check_outputs(outs, inputs, make_folders=True)
+    if config.output_data and config.engine == "polars":
+        try:
+            check_writable_format(config.output_data)
+        except OutputError as err:
+            raise ConfigError(f"{config.source}: output.data: {err}") from None
 
 
 class Writable(Protocol):
@@ -101,7 +108,8 @@ class Writable(Protocol):
 
 
 def _measure_written(
-    path: Path, config: PipelineConfig, known: pl.DataFrame | None = None, original: pl.DataFrame | None = None
+    path: Path, config: PipelineConfig, known: pl.DataFrame | None = None, original: pl.DataFrame | None = None,
+    labels: SurveyLabels | None = None,
 ) -> ReleaseMeasure:
     """Measure the data file as written: read back in the format :func:`~sdckit._io.write_table`
     wrote it (:func:`~sdckit._io.read_back_options`), never with the input's reading options, so a
@@ -109,6 +117,8 @@ def _measure_written(
     reread = read_data(str(path), **read_back_options(path), labels=config.read.labels).frame.to_native()
     if not isinstance(reread, pl.DataFrame):  # pragma: no cover - paths are read with polars
         reread = pl.DataFrame(reread)
+    if labels is not None and labels.declared:  # "don't know" of a recoded age: missing, as in memory
+        reread = declared_as_missing(reread, labels)
     return measure_release(
         reread, quasi_identifiers=config.quasi_identifiers or (), k=config.k, budget=config.budget,
         sensitive=config.sensitive or (), missing_semantics=config.missing_semantics, known=known,
@@ -164,12 +174,12 @@ def write_outputs(
         path = result.data_output
         if path is not None:
             temp = stage.path(path)
-            write_table(result.protected, temp, atomic=False, labels=result.labels)
+            write_table(result.protected, temp, atomic=False, labels=result.labels, shown=Path(path).name)
             written["data"] = path
             original = result.input_frame
             if original is not None and result.row_order is not None:
                 original = original[result.row_order]  # row i of the written file is input row row_order[i]
-            again = _measure_written(temp, cfg, result.known, original)
+            again = _measure_written(temp, cfg, result.known, original, result.labels)
             measured = result.release_measure
             if measured is not None and measured.attacks is not None:
                 # the attacks ran on these rows in memory (random: not run twice); every other figure checks the file

@@ -11,23 +11,28 @@ run through its ``run`` (``apply`` and the randomness logged); the loop never as
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
 from sdckit._io import check_numeric
-from sdckit._io._survey import SurveyLabels
-from sdckit.errors import ConfigError
+from sdckit._io._survey import SurveyLabels, declared_missing_text, survey_name_problem, value_labels_text
+from sdckit.errors import ConfigError, SdcWarning
 from sdckit.microagg._relations import (
+    MIN_ROWS_PER_COLUMN,
     LinearRelation,
     LinearRelationError,
     check_linear_relations,
+    enough_rows,
     find_linear_relations,
 )
 from sdckit.pipeline._config import DEFAULT_NAME, PipelineConfig
 from sdckit.pipeline._linked import ghost_suppress, link_columns, scenario
+from sdckit.pipeline._loss import key_warnings, step_loss_warnings
 from sdckit.pipeline._outputs import write_outputs
 from sdckit.pipeline._read import load_input, survey_labels
 from sdckit.pipeline._resolve import guess_columns, resolve_roles
@@ -66,18 +71,40 @@ def _check_relations(frame: pl.DataFrame, config: PipelineConfig, roles: Roles) 
             masked.update(step.columns_touched(roles))
         elif step.drops_columns:
             dropped.update(step.columns_touched(roles))
+        masked.update(step.coarsened_columns(roles))  # a banded column gives no exact value back
     released = [c for c in roles.released(frame.columns) if c not in dropped]
     schema = frame.schema  # once: building it costs O(columns)
-    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean]
+    categorical = set(roles.categorical)  # codes, not amounts: never a term of a relation
+    numeric = [c for c in released if schema[c].is_numeric() and schema[c] != pl.Boolean and c not in categorical
+               and frame[c].null_count() < frame.height]  # a column missing in every row is in no relation
     if len(numeric) < 2:
         return ()
     x, names = check_numeric(frame, numeric, missing="drop")
+    live = int(np.sum(np.nanstd(x, axis=0) > 0)) if x.shape[0] else 0
+    if masked and not enough_rows(x.shape[0], live):
+        warnings.warn(
+            f"{config.source}: linear relations not checked: {x.shape[0]:,} complete rows for {live} numeric columns "
+            f"(at least {MIN_ROWS_PER_COLUMN} rows per column are needed: with fewer, any columns look related).",
+            SdcWarning,
+            stacklevel=3,
+        )
+        return ()
     if config.allow_linear_relations or not masked:
         return tuple(find_linear_relations(x, list(names), prefer=[c for c in names if c in masked]))
     try:
         return tuple(check_linear_relations(x, list(names), masked=masked, released=released))
     except LinearRelationError as err:
         raise ConfigError(f"{config.source}: {err}".replace("--allow-linear-relations, allow_linear_relations=True, or ", "")) from None
+
+
+def _check_release_names(config: PipelineConfig, released: Sequence[str]) -> None:
+    """Before any work: a ``.sav``/``.dta`` release refuses a column name SPSS or Stata does not accept."""
+    if not config.output_data:
+        return
+    ending = Path(str(config.output_data)).suffix.lower()
+    problem = survey_name_problem(released, ending)
+    if problem is not None:
+        raise ConfigError(f"{config.source}: output.data: {problem}.")
 
 
 def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, report: bool | None = None) -> PipelineResult:
@@ -108,7 +135,10 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     frame, source_name, n_dropped = load_input(config)
     numeric_guessed = not config.numeric and not config.uses_adult
     labels_in = survey_labels(config)
+    if labels_in is not None and any(m.shape[0] != frame.height for m in labels_in.declared.values()):
+        labels_in = replace(labels_in, declared={})  # `missing: drop` dropped every row holding one
     config, roles = resolve_roles(config, frame, labels_in)
+    _check_release_names(config, roles.released(frame.columns))
     if config.name == DEFAULT_NAME:
         short = "UCI Adult" if config.uses_adult else source_name
         config = config.replace(name=f"Release report: {short}")
@@ -128,6 +158,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     logs: list[StepLog] = []
     masked: set[str] = set()
     base = config.step_seed
+    loss: list[str] = []
+    coarsened: set[str] = set()
+    released_roles = set(roles.released(frame.columns))
     for i, step in enumerate(config.steps):
         tick(description=f"Step {i + 1}: {step.kind}")
         ctx = StepContext(
@@ -135,12 +168,15 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             quasi_identifiers=step_qis, numeric=tuple(config.numeric or ()), linked=linked.step_keys,
             categorical=roles.categorical, seed=None if base is None else base + i, plan=plan,
             masked=frozenset(masked), household=roles.household, household_columns=roles.household_columns,
-            weight=roles.weight[0] if roles.weight else None,
+            weight=roles.weight[0] if roles.weight else None, declared_missing=declared_missing_text(labels_in),
+            value_labels=value_labels_text(labels_in, protected),
         )
         before = protected
         protected, log = step.run(protected, ctx)
         protected = ghost_suppress(before, protected, linked)
         _check_households_whole(protected, roles, f"{ctx.where}.{step.kind}")
+        loss += step_loss_warnings(i, log, before, protected, released_roles, config.warn_loss_share)
+        coarsened.update(step.coarsened_columns(roles))
         masked.update(c for c in step.masked_columns(log) if c in protected.columns)
         known = _known_after(known, before, protected, step, log)
         logs.append(log)
@@ -165,7 +201,10 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         categorical=roles.categorical, entity=entity,
     )
     categorical = set(roles.categorical)
-    masked_numeric = [c for c in masked if c in protected.columns and frame.schema[c].is_numeric() and c not in categorical]
+    masked_numeric = [
+        c for c in masked
+        if c in protected.columns and frame.schema[c].is_numeric() and protected.schema[c].is_numeric() and c not in categorical
+    ]  # a recoded age (bands) is a category now
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
@@ -186,6 +225,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
             "a wider attacker (attacker_knows)", protected, known.select([c for c in known.columns if c in {*qis, *wider}]),
             [*qis, *wider], config.k, extra=wider,
         ))
+    seen = [*key_warnings(frame, qis, coarsened, config.warn_key_categories_share), *loss]
+    if seen:
+        release_measure = replace(release_measure, warnings=(*release_measure.warnings, *seen))
     labels = (labels_in or SurveyLabels()).select(protected.columns).with_suppressed(
         _suppressed_cells(frame, protected)
     )
@@ -193,7 +235,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         # after the consistent count, which the pipeline measures with the rows still aligned
         order = np.random.default_rng(None if base is None else base + len(config.steps)).permutation(protected.height)
         protected = protected[order]
-        labels = labels.with_suppressed({c: m[order] for c, m in labels.suppressed.items()})
+        labels = labels.reordered(order)
     else:
         order = None
     return PipelineResult(

@@ -34,7 +34,9 @@ def _l_text(measure: ReleaseMeasure) -> str:
     for col, value in measure.l_diversity.items():
         if isinstance(value, Mapping):
             l_value = value.get("l", value.get("l_diversity", value.get("min_l")))
-            parts.append(f"{col}: l = {l_value}" if l_value is not None else f"{col}: {dict(value)}")
+            t = value.get("t_closeness")
+            closeness = f", t-closeness {t:.4g}" if isinstance(t, (int, float)) else ""
+            parts.append(f"{col}: l = {l_value}{closeness}" if l_value is not None else f"{col}: {dict(value)}")
         else:
             parts.append(f"{col}: l = {value}")
     return "; ".join(parts)

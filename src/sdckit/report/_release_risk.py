@@ -61,7 +61,9 @@ def _l_cell(measure: ReleaseMeasure, column: str) -> str:
     row = (measure.l_diversity or {}).get(column)
     if not row:
         return "–"
-    return f"l = {row.get('l')}, {pct(row.get('not_2_diverse'))} not 2-diverse"
+    t = row.get("t_closeness")
+    closeness = f", t-closeness {t:.4g}" if isinstance(t, (int, float)) else ""
+    return f"l = {row.get('l')}, {pct(row.get('not_2_diverse'))} not 2-diverse{closeness}"
 
 
 def release_risk_section(

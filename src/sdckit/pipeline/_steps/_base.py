@@ -73,6 +73,12 @@ class StepContext:
     run, where a ``suppress: plan`` plans on the frame it is given."""
     masked: frozenset[str] = frozenset()
     """Columns earlier steps changed (``suppress: plan`` keeps those)."""
+    declared_missing: dict[str, str] = field(default_factory=dict)
+    """Column -> its declared missing codes as read (an SPSS 98 "don't know", a Stata ``.d``), for the
+    numeric columns whose declared missing cells are missing in the frame: a step says it left them missing."""
+    value_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Column -> {code as text: label} of the input file's labelled columns (a ``recode`` mapping may
+    name a code of a column that holds its labels)."""
     engine: str | None = None
     """None in memory (a polars DataFrame); ``polars`` (a LazyFrame), ``dask`` or ``spark`` where the rows live."""
     linked: tuple[str, ...] = ()
@@ -183,6 +189,11 @@ class Step(Strict):
     def columns_touched(self, roles: Roles) -> tuple[str, ...]:
         """The columns the step touches, with the pipeline's roles filling its defaults."""
         return self.named_columns()
+
+    def coarsened_columns(self, roles: Roles) -> tuple[str, ...]:
+        """Columns the step releases coarsened (recoded into bands): no exact value of them goes out, so
+        the linear-relation check counts them as masked."""
+        return ()
 
     def check_names(self, columns_in_data: Sequence[str], source: str, index: int) -> None:
         """Refuse a column the options name that is not in the data."""

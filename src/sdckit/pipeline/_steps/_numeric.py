@@ -40,10 +40,16 @@ def numeric_columns(frame: pl.DataFrame, columns: Sequence[str]) -> NDArray[np.f
     return X
 
 
-def declared_missing_in(frame: pl.DataFrame, column: str, labels: SurveyLabels | None) -> tuple[float, int] | None:
+def declared_missing_in(frame: pl.DataFrame, column: str, labels: SurveyLabels | None) -> tuple[float | str, int] | None:
     """The first SPSS declared missing code (or range) found in a numeric column, and how often."""
     if labels is None or column not in frame.columns or not frame.schema[column].is_numeric():
         return None
+    cells = labels.declared.get(column)
+    if cells is not None:  # read as missing; the codes kept beside the data
+        codes = [v for v in cells.tolist() if v is not None]
+        if codes:
+            first = codes[0]
+            return (float(first) if not isinstance(first, str) else first), len(codes)
     values = frame[column].cast(pl.Float64)
     for spec in labels.missing_ranges.get(column, ()):
         lo, hi = (spec["lo"], spec["hi"]) if isinstance(spec, dict) else (spec, spec)
@@ -131,11 +137,13 @@ class NumericStep(Step):
             found = declared_missing_in(frame, c, labels)
             if found is not None:
                 code, n = found
+                shown = f".{code}" if isinstance(code, str) else f"{code:g}"
+                how = (f"Stata: replace {c} = . if {c} == .{code}" if isinstance(code, str)
+                       else f"SPSS: RECODE {c} ({code:g}=SYSMIS)")
                 raise ConfigError(
-                    f"{source}: steps[{index}].{self.kind}.columns: {c!r} holds the declared missing code {code:g} in {n:,} "
+                    f"{source}: steps[{index}].{self.kind}.columns: {c!r} holds the declared missing code {shown} in {n:,} "
                     f"row(s) of the input file: a code, not an amount, that {self.kind} would mix into the masked "
-                    "values. Leave the column out of the step, or make the code system-missing before sdckit "
-                    f"(SPSS: RECODE {c} ({code:g}=SYSMIS))."
+                    f"values. Leave the column out of the step, or make the code system-missing before sdckit ({how})."
                 )
         if not cols:
             raise ConfigError(

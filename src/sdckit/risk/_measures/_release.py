@@ -262,6 +262,15 @@ def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
     return expr.fill_null(True)
 
 
+def _as_text(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A column as text, a whole number without its ``.0`` (``3.0`` -> ``"3"``, as a label shows a code)."""
+    x = pl.col(column)
+    if dtype.is_float():
+        whole = x.is_finite() & (x == x.round(0))
+        return pl.when(whole).then(x.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(x.cast(pl.String)).alias(column)
+    return x.cast(pl.String).alias(column)
+
+
 def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifiers: Sequence[str]) -> np.ndarray:
     """Per user (row of ``known``), the released rows consistent with the user's values.
 
@@ -278,7 +287,15 @@ def consistent_counts(release: pl.DataFrame, known: pl.DataFrame, quasi_identifi
     if not qis:
         return np.full(n_users, release.height, dtype=np.int64)
     rel = release.select(qis)
-    users = known.select([pl.col(c).cast(rel.schema[c], strict=False) for c in qis]).with_row_index("__user")
+    # a column typed differently in the release (labels read back as categories, codes as numbers) is
+    # compared as text on both sides: 3.0 and "3" are one value, and no cast of a category to a number fails
+    differ = [c for c in qis if rel.schema[c] != known.schema[c]
+              and not (rel.schema[c].is_numeric() and known.schema[c].is_numeric())]
+    if differ:
+        rel = rel.with_columns(_as_text(c, rel.schema[c]) for c in differ)
+    users = known.select(
+        [_as_text(c, known.schema[c]) if c in differ else pl.col(c).cast(rel.schema[c], strict=False) for c in qis]
+    ).with_row_index("__user")
     miss = rel.select([_suppressed(c, rel.schema[c]).alias(c) for c in qis])
     patterns = miss.with_row_index("__row").group_by(qis).agg(pl.col("__row"))
     out = np.zeros(n_users, dtype=np.int64)
@@ -328,7 +345,7 @@ def _l_diversity(release: pl.DataFrame, qis: Sequence[str], sensitive: Sequence[
     cols = [c for c in sensitive if c in release.columns and c not in qis]
     if not cols:
         return None, "no sensitive column is released"
-    got = l_diversity(release, list(qis), cols, missing="value")
+    got = l_diversity(release, list(qis), cols, missing="value", t_closeness=True)
     out: dict[str, Any] = {}
     for row in got.to_dict()["per_column"]:
         out[row["column"]] = {"l": row["distinct_l"], **row, "n_groups": got.n_groups}
@@ -726,7 +743,12 @@ def _numeric_risk(original: pl.DataFrame, release: pl.DataFrame, masked: Sequenc
     xm = release.select(cols).cast(pl.Float64).to_numpy()
     ok = ~(np.isnan(x).any(axis=1) | np.isnan(xm).any(axis=1))
     x, xm = x[ok], xm[ok]
-    if x.shape[0] < 2 * len(cols) + 2:
+    varies = [j for j in range(x.shape[1]) if x.shape[0] and np.ptp(x[:, j]) > 0]  # a constant column has no scale
+    if len(varies) < len(cols):
+        cols, x, xm = [cols[j] for j in varies], x[:, varies], xm[:, varies]
+        if not cols:
+            return None
+    if x.shape[0] < max(2 * len(cols) + 2, k + 1):  # linkage within the k nearest needs more than k records
         return None
     linkage = {metric: record_linkage(x, xm, k=k, metric=metric).to_dict() for metric in ("euclidean", "mahalanobis")}
     try:
