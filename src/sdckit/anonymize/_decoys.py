@@ -185,6 +185,7 @@ class _State:
         self.count: dict[tuple[int, ...], int] = {}
         self.comp: dict[tuple[int, ...], dict[int, int]] = {}
         self.decoy_cells = 0
+        self.keys: list[tuple[int, ...]] = []
         for o in range(origins.shape[0]):
             t = tuple(int(v) for v in origins[o])
             self.count[t] = int(counts[o])
@@ -192,8 +193,9 @@ class _State:
 
     def arrays(self) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         keys = list(self.count)
-        return np.asarray(keys, dtype=np.int32).reshape(len(keys), -1), np.asarray(
-            [self.count[t] for t in keys], dtype=np.int64
+        self.keys = keys  # the rows of the arrays, as tuples (the round reads them)
+        return np.asarray(keys, dtype=np.int32).reshape(len(keys), -1), np.fromiter(
+            self.count.values(), dtype=np.int64, count=len(keys)
         )
 
     def move(self, src: tuple[int, ...], dst: tuple[int, ...], origin: int, m: int = 1) -> None:
@@ -314,14 +316,14 @@ def _targets(
 @njit(cache=True, nogil=True)
 def _slot(keys: NDArray[np.uint64], used: NDArray[np.int64], t: np.uint64) -> int:  # pragma: no cover - compiled
     """Open addressing (linear probing) in a table of a power of two slots: the slot of ``t`` or the
-    empty slot where it goes. The keys are already uniform 64-bit hashes, so their low bits index."""
+    empty slot where it goes. The keys are already uniform 64-bit hashes, so their remainder indexes."""
     n = keys.size
     i = np.int64(t % np.uint64(n))
     while used[i] >= 0 and keys[i] != t:
         i += 1
         if i == n:
-            i = 0
-    return i
+            i = np.int64(0)
+    return int(i)
 
 
 @njit(cache=True, nogil=True)
@@ -491,12 +493,12 @@ def _round(
         rows, which = rows[order], member[rows][order]
         bounds = np.searchsorted(which, np.arange(at.size + 1)).tolist()
         listed = rows.tolist()
-        for w, i in enumerate(at.tolist()):
-            slice_rows[i] = listed[bounds[w] : bounds[w + 1]]
+        for pos, i in enumerate(at.tolist()):
+            slice_rows[i] = listed[bounds[pos] : bounds[pos + 1]]
     # cheapest first; among equal costs, an order drawn at random (no row is favoured by its position)
     tie = rng.permutation(pick_score.size)
     order = np.lexsort((tie, pick_score))
-    tuples = [tuple(r) for r in pats.tolist()]
+    tuples = state.keys
     locked: set[tuple[int, ...]] = set()
     taken = 0
     for i in order.tolist():
