@@ -169,3 +169,52 @@ def test_decoys_certificate_on_the_kernel() -> None:
     cert = certify(origins, counts, 3, int(got.suppressed.sum()))
     assert cert.lower_bound <= BRUTE_MIN[3, 3] <= cert.cells
     assert 0 <= cert.gap < 1
+
+
+def _attack(release_rows: list[Row], person_true: Row, favourite: dict[Row, float]) -> int:
+    """The attacker's pick for a person: among the released patterns consistent with the person's
+    true row, the one the person most often gets in the attacker's own runs of the (public,
+    optimal) algorithm on the (public) original table; then a row of that pattern. Identical rows
+    are indistinguishable, so the attacker takes the first."""
+    options = [t for t in set(release_rows) if all(a < 0 or a == b for a, b in zip(t, person_true, strict=True))]
+    best = max(options, key=lambda t: favourite.get(t, 0.0))
+    return release_rows.index(best)
+
+
+def test_minimality_attack_gains_nothing_beyond_one_in_k() -> None:
+    """The attacker knows the original table, who is who, and that the release is an optimum of
+    the exact mode: it runs the algorithm itself (fresh entropy) to learn where each person tends to
+    go, then names a released row for each person. Rows shuffled as the pipeline shuffles them, the
+    rows of a group identical: success at most 1/k (+ 4 standard errors). Without the shuffle the
+    same attacker links by position every time: the test can fail."""
+    rows = _table(3)  # 8 rows, missing cells
+    k = 2
+    frame = _frame(rows)
+    runs = 120
+
+    def release() -> list[Row]:
+        est = LocalSuppressor(k=k, method="optimal").fit(frame)
+        out = est.transform(frame)
+        return [tuple(-1 if v is None else int(v[1:]) for v in r) for r in out.iter_rows()]
+
+    favourite: list[dict[Row, float]] = [{} for _ in rows]
+    for _ in range(40):  # the attacker's own runs: where each person goes
+        for i, t in enumerate(release()):
+            favourite[i][t] = favourite[i].get(t, 0.0) + 1.0
+    shuffled_hits = np.zeros(len(rows))
+    position_hits = np.zeros(len(rows))
+    rng = np.random.default_rng()
+    for _ in range(runs):
+        released = release()
+        order = rng.permutation(len(rows))  # the pipeline's shuffle of the released rows
+        shown = [released[j] for j in order]
+        for i, true in enumerate(rows):
+            shuffled_hits[i] += order[_attack(shown, true, favourite[i])] == i
+            position_hits[i] += order[i] == i  # a second attacker: the row at the person's input position
+    bound = 1 / k + 4 * np.sqrt((1 / k) * (1 - 1 / k) / runs)
+    assert (shuffled_hits / runs).max() <= bound
+    assert (position_hits / runs).max() <= bound
+    # the same measure on the release in input order: the position attacker is right every time
+    unshuffled = release()
+    assert all(unshuffled[i] == tuple(-1 if m else v for v, m in zip(rows[i], (
+        np.asarray(unshuffled[i]) < 0), strict=True)) for i in range(len(rows)))
