@@ -35,10 +35,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import scipy.optimize as sopt
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 __all__ = ["Candidates", "Certificate", "candidates", "certify", "optimal_release", "row_floor", "wildcard_floor"]
@@ -161,8 +160,10 @@ def candidates(origins: NDArray[np.int32], counts: NDArray[np.int64], k: int, li
 
 def _program(
     cand: Candidates, counts: NDArray[np.int64], k: int
-) -> tuple[sp.csr_matrix, NDArray[np.float64], NDArray[np.float64], int, int]:
+) -> tuple[Any, NDArray[np.float64], NDArray[np.float64], int, int]:
     """The constraints (A, lower, upper) over the variables [x_e ..., y_t ...]."""
+    import scipy.sparse as sp  # lazy: start-up time (import sdckit.anonymize stays light)
+
     e, t, g = cand.origin.size, cand.patterns.shape[0], counts.size
     c_o = counts[cand.origin].astype(np.float64)
     ar = np.arange(e)
@@ -178,6 +179,8 @@ def _program(
 
 def lp_bound(cand: Candidates, counts: NDArray[np.int64], k: int, time_limit: float) -> float | None:
     """The relaxation's optimum (HiGHS), None when it does not finish within ``time_limit`` seconds."""
+    import scipy.optimize as sopt  # lazy: start-up time (import sdckit.anonymize stays light)
+
     a, lo, hi, e, t = _program(cand, counts, k)
     eq = a[: counts.size]
     ub = a[counts.size :]
@@ -237,6 +240,8 @@ def optimal_release(
     together below half a cell, so it only orders releases of equal cell count. Returns None when
     the program is too large or no release better than ``upper`` is found in time.
     """
+    import scipy.optimize as sopt  # lazy: start-up time (import sdckit.anonymize stays light)
+
     t0 = time.perf_counter()
     cand = candidates(origins, counts, k, limit=MAX_LP_CANDIDATES)
     if cand is None or cand.origin.size == 0:

@@ -138,6 +138,16 @@ class LocalSuppressor(Anonymizer):
     and every person's true quasi-identifiers are consistent with at least k released rows.
     ``value_posterior_`` gives the attacker's posterior of the suppressed values themselves.
 
+    ``method="optimal"``: the same guarantee with the fewest cells: the mixed-integer program of
+    :mod:`sdckit.anonymize._certificate` solved with HiGHS (``scipy.optimize.milp``) within
+    ``time_limit`` seconds, cut off at the decoys' cell count; the best release found (the decoys'
+    when the program is too large or nothing better is found in time) and its certified gap. Among
+    the releases with the fewest cells one is drawn at random (OS entropy by default), and which rows
+    of a distinct input row go where too.
+
+    Every method reports ``certificate_``: the cells suppressed, a proven lower bound on the fewest
+    cells any release meeting the same guarantee needs, and the gap (see the module above).
+
     ``method="sdcmicro"``: sdcMicro's ``localSuppression``. A missing cell matches any value: records r and s
     are in each other's group when, for every key j, r_j = s_j or either is missing, and the
     release is k-anonymous when every record's group (:func:`wildcard_group_sizes`) holds >= k
@@ -173,6 +183,8 @@ class LocalSuppressor(Anonymizer):
         reproductions only: whoever knows it can tell decoys from suppressions), a numpy Generator,
         or None (default) for fresh OS entropy.
     delta : failure probability of the redaction allowance (0..1).
+    time_limit : seconds for the certificate's linear relaxation and for ``method="optimal"``'s
+        program (default 30; 0: the floor is the bound and ``optimal`` keeps the decoys).
 
     Attributes
     ----------
@@ -188,6 +200,11 @@ class LocalSuppressor(Anonymizer):
         hidden values of such a row right with this probability on average) and ``max``.
     redaction_allowance_ : float, share of records the redaction may add to the exposure with
         missing read as a value (0 without redaction).
+    certificate_ : dict, ``{"cells", "lower_bound", "gap", "bound_method"}``: cells suppressed, a
+        proven lower bound on the fewest cells for the same guarantee (identical rows for decoys and
+        optimal, wildcard groups for sdcmicro), ``(cells - bound) / cells`` and how the bound was proven
+        (``"lp"``, ``"mip"``, ``"floor"``, ``"wildcard-floor"``). Not set on lazy frames.
+    optimal_ : bool, the release is proven to have the fewest cells (bound == cells).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
         "cells_redacted"}``.
     n_passes_ : int, (lazy frames only) distributed passes over the rows, each a group-by: the
