@@ -104,10 +104,16 @@ def row_floor(origins: NDArray[np.int32], counts: NDArray[np.int64], k: int) -> 
     present = origins >= 0
     n_present = present.sum(axis=1)
     best = n_present.astype(np.int64).copy()
-    # largest kept sets first: a row's floor is set by the first qualifying one, the rest only lower it
+    # largest kept sets first; once every row's floor is at most what the next (smaller) size would
+    # cost, no smaller kept set can lower it: stop
+    size = p + 1
     for kept in sorted(_subsets(p), key=len, reverse=True):
         if not kept:
             continue
+        if len(kept) < size:
+            size = len(kept)
+            if bool(np.all(best <= n_present - size)):
+                break
         inside = present[:, list(kept)].all(axis=1)
         if not inside.any():
             continue
