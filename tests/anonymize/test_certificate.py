@@ -218,3 +218,13 @@ def test_minimality_attack_gains_nothing_beyond_one_in_k() -> None:
     unshuffled = release()
     assert all(unshuffled[i] == tuple(-1 if m else v for v, m in zip(rows[i], (
         np.asarray(unshuffled[i]) < 0), strict=True)) for i in range(len(rows)))
+
+
+def test_a_lazy_frame_gets_the_same_certificate() -> None:
+    rng = np.random.default_rng(1)
+    df = pl.DataFrame({"a": rng.integers(0, 4, 300).astype(str), "b": rng.integers(0, 5, 300).astype(str),
+                       "c": rng.integers(0, 3, 300)})
+    eager = LocalSuppressor(k=3, random_state=1).fit(df)
+    lazy = LocalSuppressor(k=3, random_state=1).fit(df.lazy())
+    assert lazy.certificate_ == eager.certificate_
+    assert lazy.certificate_["lower_bound"] <= lazy.certificate_["cells"] == lazy.n_suppressed_

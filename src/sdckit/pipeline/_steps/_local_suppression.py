@@ -102,7 +102,8 @@ class LocalSuppressionStep(AnonymizeOptions):
         return what
 
     def lazy_details(self, estimator: Any) -> dict[str, Any]:
-        return {"n_passes": int(estimator.n_passes_), "decoy_rounds": int(estimator.n_rounds_)}
+        return {"n_passes": int(estimator.n_passes_), "decoy_rounds": int(estimator.n_rounds_),
+                "certificate": dict(estimator.certificate_)}
 
     def describe_lazy(self, total: int, parts: str, params: dict[str, Any], estimator: Any, ctx: StepContext) -> str:
         return (
