@@ -228,3 +228,13 @@ def test_a_lazy_frame_gets_the_same_certificate() -> None:
     lazy = LocalSuppressor(k=3, random_state=1).fit(df.lazy())
     assert lazy.certificate_ == eager.certificate_
     assert lazy.certificate_["lower_bound"] <= lazy.certificate_["cells"] == lazy.n_suppressed_
+
+
+def test_the_truncated_floor_many_keys_is_still_below(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sdckit.anonymize._certificate as certificate
+
+    for limit in (0, 1, 3, 4):
+        monkeypatch.setattr(certificate, "MAX_FLOOR_SETS", limit)
+        for (seed, k), truth in BRUTE_MIN.items():
+            origins, _, counts = distinct_rows(np.asarray(_table(seed), dtype=np.int32))
+            assert int(certificate.row_floor(origins, counts, k) @ counts) <= truth

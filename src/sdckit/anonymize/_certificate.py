@@ -32,6 +32,7 @@ Every bound is checked against a brute-force minimum on small tables (tests/anon
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -97,29 +98,40 @@ def _subsets(p: int) -> list[tuple[int, ...]]:
     return [tuple(j for j in range(p) if mask >> j & 1) for mask in range(1 << p)]
 
 
+MAX_FLOOR_SETS = 4096
+"""Kept sets the floor examines, largest first; a row not settled by then is bounded by the sizes
+left (every smaller kept set hides more cells)."""
+
+
 def row_floor(origins: NDArray[np.int32], counts: NDArray[np.int64], k: int) -> NDArray[np.int64]:
     """Per distinct row, the fewest cells any admissible pattern hides: min over kept sets M of its
-    present columns with N >= k of |present| - |M| (the empty M always qualifies when n >= k)."""
-    _g, p = origins.shape
+    present columns with N >= k of |present| - |M| (the empty M always qualifies when n >= k).
+
+    Kept sets are examined from the largest down. Once every row's floor is at most what the next
+    size would cost, or ``MAX_FLOOR_SETS`` sets were examined (many keys), the rows not settled get
+    |present| - (size - 1), the least a smaller kept set can hide: still a proven lower bound.
+    """
+    g, p = origins.shape
     present = origins >= 0
-    n_present = present.sum(axis=1)
-    best = n_present.astype(np.int64).copy()
-    # largest kept sets first; once every row's floor is at most what the next (smaller) size would
-    # cost, no smaller kept set can lower it: stop
-    size = p + 1
-    for kept in sorted(_subsets(p), key=len, reverse=True):
-        if not kept:
-            continue
-        if len(kept) < size:
-            size = len(kept)
-            if bool(np.all(best <= n_present - size)):
-                break
-        inside = present[:, list(kept)].all(axis=1)
-        if not inside.any():
-            continue
-        n_t = _compatible_counts(origins, counts, kept)
-        ok = inside & (n_t >= k)
-        best = np.where(ok, np.minimum(best, n_present - len(kept)), best)
+    n_present = present.sum(axis=1).astype(np.int64)
+    best = n_present.copy()
+    settled = np.zeros(g, dtype=bool)
+    examined = 0
+    for size in range(p, 0, -1):
+        if bool(np.all(settled | (best <= n_present - size))):
+            return best
+        if examined + math.comb(p, size) > MAX_FLOOR_SETS:
+            # not examined: sizes <= size; an unsettled row hides at least |present| - size cells
+            return np.where(settled, best, np.minimum(best, np.maximum(n_present - size, 0)))
+        for kept in itertools.combinations(range(p), size):
+            examined += 1
+            inside = present[:, list(kept)].all(axis=1)
+            if not inside.any():
+                continue
+            n_t = _compatible_counts(origins, counts, kept)
+            ok = inside & (n_t >= k)
+            best = np.where(ok, np.minimum(best, n_present - size), best)
+            settled |= ok
     return best
 
 
@@ -135,8 +147,11 @@ class Candidates:
 
 
 def candidates(origins: NDArray[np.int32], counts: NDArray[np.int64], k: int, limit: int | None = None) -> Candidates | None:
-    """Every admissible (row, pattern) pair (N(pattern) >= k); None when there are more than ``limit``."""
+    """Every admissible (row, pattern) pair (N(pattern) >= k); None when there are more than ``limit``
+    (or more than 2^16 kept sets to look at)."""
     g, p = origins.shape
+    if p > 16:
+        return None
     present = origins >= 0
     n_present = present.sum(axis=1)
     e_origin: list[NDArray[np.int64]] = []
