@@ -148,9 +148,9 @@ class Candidates:
 
 def candidates(origins: NDArray[np.int32], counts: NDArray[np.int64], k: int, limit: int | None = None) -> Candidates | None:
     """Every admissible (row, pattern) pair (N(pattern) >= k); None when there are more than ``limit``
-    (or more than 2^16 kept sets to look at)."""
+    (or more than 2^12 kept sets to look at)."""
     g, p = origins.shape
-    if p > 16:
+    if p > 12:
         return None
     present = origins >= 0
     n_present = present.sum(axis=1)
