@@ -115,3 +115,21 @@ def test_plan_with_hierarchies_and_suppression(tmp_path: Path) -> None:
     assert share == plan["exposure"]
     r = runner.invoke(app, ["plan", "--from-marginals", str(src), "--suppression", "0.1"])
     assert r.exit_code == 2
+
+
+def test_suppress_optimal_prints_its_certificate(tmp_path: Path) -> None:
+    """Issue 38: the exact mode from the command line, with the certificate counted on the written file."""
+    out = tmp_path / "release.csv"
+    r = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3", "--method", "optimal", "--out",
+                            str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    release, known = pl.read_csv(out), pl.read_csv(DATA)
+    keys = KEYS.split(",")
+    assert int(release.group_by(keys).len()["len"].min()) >= 3
+    hidden = sum(release[c].null_count() for c in keys) - sum(known[c].null_count() for c in keys)
+    cert = payload["certificate"]
+    assert cert["cells"] == hidden == payload["n_suppressed"]
+    assert 0 <= cert["lower_bound"] <= hidden
+    text = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3"])
+    assert "certificate: any release meeting the same guarantee needs at least" in text.stdout
