@@ -16,12 +16,23 @@ its time and the three figures: identical rows (share of users in groups of fewe
 rows), consistent count (share of users with fewer than k consistent rows) and wildcard (sdcMicro's
 reading). Target: at most 25,000 cells in under 10 s (a simple greedy: 29,900; the floor: 11,103).
 
+Issue 38: every decoys and exact-mode line also prints the certificate (cells, the proven lower bound,
+the gap and how it was proven). The census line (``--census N``, default 100,000 rows; ``--census
+1000000`` for the README figure) runs the decoys kernel on the synthetic table above at N rows, k = 3,
+in a child process: CPU seconds (``time.process_time``) and peak memory above the data (the growth
+of the child's peak resident set, ``resource.getrusage``, after the key codes are built), with an
+independent check (plain polars group_by) that every released row is in a group of at least k.
+Target at 10^6 rows: at most 20 CPU-s and 300 MB.
+
     cd benchmarks && PYTHONPATH=../src ../.venv/bin/python anonymize_local_suppression.py [--quick] [--peer-full]
+        [--census N] [--census-only] [--optimal-seconds S]
 """
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -121,6 +132,43 @@ def three_figures(release: pl.DataFrame, known: pl.DataFrame, k: int) -> dict[st
     }
 
 
+def census_child(n: int) -> None:
+    """In a child process: the decoys kernel on ``n`` synthetic rows; prints one JSON line."""
+    from sdckit.anonymize._certificate import certify
+    from sdckit.anonymize._decoys import decoy_suppress, distinct_rows
+
+    frame = synthetic(n)
+    codes = np.ascontiguousarray(frame.to_numpy().astype(np.int32) - 1)
+    decoy_suppress(codes[:2000], K, np.ones(codes.shape[1]), np.random.default_rng())  # compile the kernels
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu0 = time.process_time()
+    got = decoy_suppress(codes, K, np.ones(codes.shape[1]), np.random.default_rng())
+    cpu = time.process_time() - cpu0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cells = int(got.suppressed.sum())
+    cpu1 = time.process_time()
+    origins, _, counts = distinct_rows(codes)
+    cert = certify(origins, counts, K, cells, time_limit=60)
+    cert_cpu = time.process_time() - cpu1
+    released = pl.DataFrame(np.where(got.suppressed, -1, codes), schema=list(frame.columns))
+    smallest = int(released.group_by(released.columns).len()["len"].min())  # plain polars, -1 a value
+    unsafe = int(counts[counts < K].sum())
+    print(json.dumps({"rows": n, "cpu": cpu, "mb": (peak - base) / 1024, "cells": cells, "unsafe": unsafe,
+                      "smallest": smallest, "bound": cert.lower_bound, "gap": cert.gap, "bound_method": cert.method,
+                      "cert_cpu": cert_cpu}))
+
+
+def decoys_census(n: int) -> None:
+    done = subprocess.run([sys.executable, __file__, "--census-child", str(n)], capture_output=True, text=True,
+                          check=True, timeout=3600)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["smallest"] >= K
+    emit(f"decoys kernel {n:,}x8 k={K} (census)", got["cpu"], target=20.0 if n >= 1_000_000 else None,
+         cpu_seconds=round(got["cpu"], 1), mb_above_data=round(got["mb"]), unsafe_rows=got["unsafe"],
+         cells=got["cells"], bound=got["bound"], gap=f"{100 * got['gap']:.1f}%", bound_method=got["bound_method"],
+         certificate_cpu_seconds=round(got["cert_cpu"], 1))
+
+
 def decoys_on_adult(quick: bool) -> None:
     keys = list(ADULT_QUASI_IDENTIFIERS)
     known = adult_recoded()
@@ -133,6 +181,8 @@ def decoys_on_adult(quick: bool) -> None:
     release = model.transform(known)
     assert int(release.group_by(keys).len()["len"].min()) >= 5  # plain polars, a missing cell a value
     figures = three_figures(release, known, 5)
+    cert = model.certificate_
+    figures.update(bound=cert["lower_bound"], gap=f"{100 * cert['gap']:.1f}%", bound_method=cert["bound_method"])
     peer = None
     if os.environ.get("PEER_RLIB"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -163,7 +213,30 @@ def decoys_on_adult(quick: bool) -> None:
              **{f"peer_{key}": value for key, value in peer_figures.items()})
 
 
+def optimal_on_adult(seconds: float) -> None:
+    """The exact mode on the same keys, cut off after ``seconds``: the best release found and its gap."""
+    keys = list(ADULT_QUASI_IDENTIFIERS)
+    known = adult_recoded()
+    t0 = time.perf_counter()
+    model = LocalSuppressor(k=5, columns=keys, method="optimal", time_limit=seconds).fit(known)
+    elapsed = time.perf_counter() - t0
+    release = model.transform(known)
+    smallest = int(release.group_by(keys).len()["len"].min())  # plain polars, a missing cell a value
+    hidden = sum(release[c].null_count() for c in keys) - sum(known[c].null_count() for c in keys)
+    cert = model.certificate_
+    emit(f"local suppression optimal (time limit {seconds:g} s), Adult recoded 32,561x8 k=5", elapsed,
+         cells=hidden, smallest_group=smallest, bound=cert["lower_bound"], gap=f"{100 * cert['gap']:.1f}%",
+         bound_method=cert["bound_method"], proven_optimal=model.optimal_)
+
+
 def main() -> None:
+    if "--census-child" in sys.argv:
+        census_child(int(sys.argv[sys.argv.index("--census-child") + 1]))
+        return
+    census = int(sys.argv[sys.argv.index("--census") + 1]) if "--census" in sys.argv else 100_000
+    decoys_census(census)
+    if "--census-only" in sys.argv:
+        return
     quick = "--quick" in sys.argv
     full = synthetic()
     ours(full.head(200))  # load the compiled kernels
@@ -204,6 +277,8 @@ def main() -> None:
         print(f"peer sdcMicro not run on the full {N:,}x8 table (> 600 s); add --peer-full to try (900 s timeout)")
 
     decoys_on_adult(quick)
+    seconds = float(sys.argv[sys.argv.index("--optimal-seconds") + 1]) if "--optimal-seconds" in sys.argv else 60.0
+    optimal_on_adult(seconds)
     adult = load_adult()
     keys = list(ADULT_QUASI_IDENTIFIERS)
     marginals = Marginals.from_data(adult, keys)

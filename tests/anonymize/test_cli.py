@@ -147,3 +147,21 @@ def test_written_rows_are_shuffled_unless_keep_order(tmp_path: Path, args: list[
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["rows_shuffled"] is False
     assert [a[1:] for a in _row_keys(pl.read_csv(kept))] == [b[1:] for b in _row_keys(source)]
+
+
+def test_suppress_optimal_prints_its_certificate(tmp_path: Path) -> None:
+    """Issue 38: the exact mode from the command line, with the certificate counted on the written file."""
+    out = tmp_path / "release.csv"
+    r = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3", "--method", "optimal", "--out",
+                            str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    payload = json.loads(r.stdout)
+    release, known = pl.read_csv(out), pl.read_csv(DATA)
+    keys = KEYS.split(",")
+    assert int(release.group_by(keys).len()["len"].min()) >= 3
+    hidden = sum(release[c].null_count() for c in keys) - sum(known[c].null_count() for c in keys)
+    cert = payload["certificate"]
+    assert cert["cells"] == hidden == payload["n_suppressed"]
+    assert 0 <= cert["lower_bound"] <= hidden
+    text = runner.invoke(app, ["suppress", str(DATA), "--columns", KEYS, "--k", "3"])
+    assert "certificate: any release meeting the same guarantee needs at least" in text.stdout

@@ -67,12 +67,39 @@ def _row_hash(cur: NDArray[np.int32], tables: list[NDArray[np.uint64]]) -> NDArr
     return out
 
 
+def distinct_rows(codes: NDArray[np.int32]) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct rows of ``codes`` (sorted as :func:`numpy.unique` with ``axis=0`` sorts them), each
+    row's index among them, and their counts; -1 (missing) a value of its own.
+
+    The rows are read as numbers in mixed radix (column j's digit ``code + 1``, base ``max + 2``), so
+    one 1-D sort replaces numpy's sort of whole rows (ten times slower on 10^6 rows); when the
+    number would not fit in 63 bits, numpy's ``unique(axis=0)``.
+    """
+    n, p = codes.shape
+    if n == 0:
+        return codes[:0].copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    base = codes.max(axis=0, initial=-1).astype(np.int64) + 2
+    if float(np.sum(np.log2(base.astype(np.float64)))) > 62:
+        origins, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        return origins.astype(np.int32), inverse.ravel().astype(np.int64), counts.astype(np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    for j in range(p):
+        key = key * base[j] + (codes[:, j].astype(np.int64) + 1)
+    uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+    origins = np.empty((uniq.size, p), dtype=np.int32)
+    rest = uniq.copy()
+    for j in range(p - 1, -1, -1):
+        origins[:, j] = rest % base[j] - 1
+        rest //= base[j]
+    return origins, inverse.ravel().astype(np.int64), counts.astype(np.int64)
+
+
 def exact_group_sizes(codes: NDArray[np.int32]) -> NDArray[np.int64]:
     """Per row, the rows identical to it (itself included), a missing cell (-1) a value of its own."""
     if codes.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    _, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    return counts[inverse.ravel()].astype(np.int64)
+    _, inverse, counts = distinct_rows(codes)
+    return counts[inverse]
 
 
 def _subsets(p: int) -> list[tuple[int, ...]]:
@@ -95,9 +122,8 @@ def decoy_suppress(
     n, p = codes.shape
     if n == 0 or p == 0 or k <= 1:
         return DecoyResult(np.zeros((n, p), bool), np.zeros((n, p), bool), 0)
-    origins, inverse = np.unique(codes, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
-    plan = decoy_plan(origins, np.bincount(inverse, minlength=origins.shape[0]), k, weight, rng)
+    origins, inverse, counts = distinct_rows(codes)
+    plan = decoy_plan(origins, counts, k, weight, rng)
     result = plan.state.rows(codes, inverse)
     return DecoyResult(result.suppressed, result.decoys, plan.rounds, result.decoy_cells)
 
@@ -159,6 +185,7 @@ class _State:
         self.count: dict[tuple[int, ...], int] = {}
         self.comp: dict[tuple[int, ...], dict[int, int]] = {}
         self.decoy_cells = 0
+        self.keys: list[tuple[int, ...]] = []
         for o in range(origins.shape[0]):
             t = tuple(int(v) for v in origins[o])
             self.count[t] = int(counts[o])
@@ -166,8 +193,9 @@ class _State:
 
     def arrays(self) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
         keys = list(self.count)
-        return np.asarray(keys, dtype=np.int32).reshape(len(keys), -1), np.asarray(
-            [self.count[t] for t in keys], dtype=np.int64
+        self.keys = keys  # the rows of the arrays, as tuples (the round reads them)
+        return np.asarray(keys, dtype=np.int32).reshape(len(keys), -1), np.fromiter(
+            self.count.values(), dtype=np.int64, count=len(keys)
         )
 
     def move(self, src: tuple[int, ...], dst: tuple[int, ...], origin: int, m: int = 1) -> None:
@@ -235,87 +263,203 @@ class _State:
 
     def rows(self, codes: NDArray[np.int32], inverse: NDArray[np.int64]) -> DecoyResult:
         """Each original's rows, in random order, sent to the released rows that hold them."""
-        released = codes.copy()
-        by_origin: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        entry_origin: list[int] = []
+        entry_m: list[int] = []
+        entry_codes: list[tuple[int, ...]] = []
         for t, comp in self.comp.items():
             for origin, m in comp.items():
-                by_origin.setdefault(origin, []).append((t, m))
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(self.origins.shape[0] + 1))
-        for origin, targets in by_origin.items():
-            rows = order[bounds[origin] : bounds[origin + 1]]
-            rows = rows[self.rng.permutation(rows.size)]
-            at = 0
-            for t, m in targets:
-                released[rows[at : at + m]] = np.asarray(t, dtype=np.int32)
-                at += m
+                entry_origin.append(origin)
+                entry_m.append(m)
+                entry_codes.append(t)
+        by_origin = np.argsort(np.asarray(entry_origin, dtype=np.int64), kind="stable")
+        targets = np.asarray(entry_codes, dtype=np.int32).reshape(len(entry_codes), -1)
+        # every original's rows in random order, originals one after the other; the entries of one
+        # original (sorted by origin) take its rows in turn, m each: both sides list the same counts
+        perm = self.rng.permutation(inverse.size)
+        order = perm[np.argsort(inverse[perm], kind="stable")]
+        entry_of_row = np.repeat(by_origin, np.asarray(entry_m, dtype=np.int64)[by_origin])
+        released = np.empty_like(codes)
+        released[order] = targets[entry_of_row]
         hidden = (released < 0) & (codes >= 0)
         return DecoyResult(hidden, np.zeros_like(hidden), 0, self.decoy_cells)
 
 
 @njit(cache=True, nogil=True)
-def _score_slices(
+def _targets(
     pats: NDArray[np.int32],
     h: NDArray[np.uint64],
-    counts: NDArray[np.int64],
-    deficient: NDArray[np.bool_],
     subset: NDArray[np.int64],
     table: NDArray[np.uint64],
     offsets: NDArray[np.int64],
     weight: NDArray[np.float64],
-    k: int,
-) -> tuple[NDArray[np.uint64], NDArray[np.float64], NDArray[np.uint64], NDArray[np.int64]]:  # pragma: no cover
-    """Per slice (distinct rows of one target) with deficient rows: its target and cost per protected row.
-
-    Cost = (cells of the deficient rows + need * mean cells of a decoy) / deficient rows, need = k -
-    deficient rows - rows already at the target; a slice whose donors' surplus over k is short of
-    need is left out. Also returns every distinct row's target and the order that sorts it.
-    """
-    g = pats.shape[0]
-    target = h.copy()
-    present = np.zeros(g, dtype=np.float64)
-    at_target = np.ones(g, dtype=np.bool_)
-    for r in range(g):
+    target: NDArray[np.uint64],
+    present: NDArray[np.float64],
+    at_target: NDArray[np.bool_],
+) -> None:  # pragma: no cover - compiled
+    """Per distinct row, the hash of its row with ``subset`` suppressed, the weight of the cells that
+    suppressing costs, and whether it costs nothing (every cell of ``subset`` already missing)."""
+    for r in range(pats.shape[0]):
+        t = h[r]
+        w = 0.0
+        free = True
         for j in subset:
             v = pats[r, j]
-            target[r] = target[r] - table[offsets[j] + v + 1] + table[offsets[j]]
+            t = t - table[offsets[j] + v + 1] + table[offsets[j]]
             if v >= 0:
-                present[r] += weight[j]
-                at_target[r] = False
-    order = np.argsort(target)
-    out_t = np.empty(g, dtype=np.uint64)
-    out_s = np.empty(g, dtype=np.float64)
+                w += weight[j]
+                free = False
+        target[r] = t
+        present[r] = w
+        at_target[r] = free
+
+
+@njit(cache=True, nogil=True)
+def _slot(keys: NDArray[np.uint64], used: NDArray[np.int64], t: np.uint64) -> int:  # pragma: no cover - compiled
+    """Open addressing (linear probing) in a table of a power of two slots: the slot of ``t`` or the
+    empty slot where it goes. The keys are already uniform 64-bit hashes, so their remainder indexes."""
+    n = keys.size
+    i = np.int64(t % np.uint64(n))
+    while used[i] >= 0 and keys[i] != t:
+        i += 1
+        if i == n:
+            i = np.int64(0)
+    return int(i)
+
+
+@njit(cache=True, nogil=True)
+def _score_all(
+    pats: NDArray[np.int32],
+    h: NDArray[np.uint64],
+    counts: NDArray[np.int64],
+    deficient: NDArray[np.bool_],
+    sub_cols: NDArray[np.int64],
+    sub_ptr: NDArray[np.int64],
+    table: NDArray[np.uint64],
+    offsets: NDArray[np.int64],
+    weight: NDArray[np.float64],
+    k: int,
+    slack: float,
+) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.float64]]:  # pragma: no cover - compiled
+    """Every option of a round in one pass over the key subsets: (subset, slice target, cost per
+    protected row) of the options costing at most ``slack`` times the cheapest.
+
+    Per subset, the deficient rows' targets go into a hash table (one slot per slice), then every
+    other distinct row adds to its slice if it has one: O(g) per subset, no sort. Cost = (cells of
+    the deficient rows + need * mean cells of a decoy) / deficient rows, need = k - deficient rows -
+    rows already at the target; a slice whose donors' surplus over k is short of need is left out.
+    Options are kept while they cost at most ``slack`` times the cheapest seen so far, and filtered
+    against the final cheapest at the end, so memory stays at the options of the round.
+    """
+    g = pats.shape[0]
+    n_def = 0
+    for r in range(g):
+        if deficient[r]:
+            n_def += 1
+    size = 1
+    while size < 2 * n_def + 2:
+        size *= 2
+    keys = np.zeros(size, dtype=np.uint64)
+    used = np.full(size, -1, dtype=np.int64)
+    slot_of = np.empty(n_def, dtype=np.int64)
+    nd = np.zeros(n_def, dtype=np.float64)
+    cd = np.zeros(n_def, dtype=np.float64)
+    ex = np.zeros(n_def, dtype=np.float64)
+    cap = np.zeros(n_def, dtype=np.float64)
+    dc = np.zeros(n_def, dtype=np.float64)
+    target = np.empty(g, dtype=np.uint64)
+    present = np.empty(g, dtype=np.float64)
+    at_target = np.empty(g, dtype=np.bool_)
+    cap_out = 1024
+    out_s = np.empty(cap_out, dtype=np.int64)
+    out_t = np.empty(cap_out, dtype=np.uint64)
+    out_c = np.empty(cap_out, dtype=np.float64)
     m = 0
-    i = 0
-    while i < g:
-        t = target[order[i]]
-        j = i
-        nd = 0.0
-        cd = 0.0
-        ex = 0.0
-        cap = 0.0
-        dc = 0.0
-        while j < g and target[order[j]] == t:
-            r = order[j]
-            c = float(counts[r])
+    best = np.inf
+    for si in range(sub_ptr.size - 1):
+        subset = sub_cols[sub_ptr[si] : sub_ptr[si + 1]]
+        _targets(pats, h, subset, table, offsets, weight, target, present, at_target)
+        n_sl = 0
+        for r in range(g):
             if deficient[r]:
-                nd += c
-                cd += c * present[r]
-            elif at_target[r]:
-                ex += c
+                i = _slot(keys, used, target[r])
+                if used[i] < 0:
+                    keys[i] = target[r]
+                    used[i] = n_sl
+                    slot_of[n_sl] = i
+                    nd[n_sl] = 0.0
+                    cd[n_sl] = 0.0
+                    ex[n_sl] = 0.0
+                    cap[n_sl] = 0.0
+                    dc[n_sl] = 0.0
+                    n_sl += 1
+                c = float(counts[r])
+                nd[used[i]] += c
+                cd[used[i]] += c * present[r]
+        for r in range(g):
+            if deficient[r]:
+                continue
+            i = _slot(keys, used, target[r])
+            sl = used[i]
+            if sl < 0:
+                continue
+            c = float(counts[r])
+            if at_target[r]:
+                ex[sl] += c
             elif c > k:
-                cap += c - k
-                dc += (c - k) * present[r]
-            j += 1
-        if nd > 0:
-            need = max(0.0, k - nd - ex)
-            if need <= cap + 1e-9:
-                mean_cost = dc / cap if cap > 0 else 0.0
-                out_t[m] = t
-                out_s[m] = (cd + need * mean_cost) / nd
-                m += 1
-        i = j
-    return out_t[:m], out_s[:m], target, order
+                cap[sl] += c - k
+                dc[sl] += (c - k) * present[r]
+        for sl in range(n_sl):
+            need = max(0.0, k - nd[sl] - ex[sl])
+            if need > cap[sl] + 1e-9:
+                continue
+            mean_cost = dc[sl] / cap[sl] if cap[sl] > 0 else 0.0
+            score = (cd[sl] + need * mean_cost) / nd[sl]
+            if score > best * slack + 1e-9:
+                continue
+            best = min(best, score)
+            if m == cap_out:
+                cap_out *= 2
+                out_s = np.concatenate((out_s, np.empty(cap_out - m, dtype=np.int64)))
+                out_t = np.concatenate((out_t, np.empty(cap_out - m, dtype=np.uint64)))
+                out_c = np.concatenate((out_c, np.empty(cap_out - m, dtype=np.float64)))
+            out_s[m] = si
+            out_t[m] = keys[slot_of[sl]]
+            out_c[m] = score
+            m += 1
+        for sl in range(n_sl):  # empty the table for the next subset (only the slots used)
+            used[slot_of[sl]] = -1
+    keep = out_c[:m] <= best * slack + 1e-9
+    return out_s[:m][keep], out_t[:m][keep], out_c[:m][keep]
+
+
+@njit(cache=True, nogil=True)
+def _members(
+    pats: NDArray[np.int32],
+    h: NDArray[np.uint64],
+    subset: NDArray[np.int64],
+    table: NDArray[np.uint64],
+    offsets: NDArray[np.int64],
+    wanted: NDArray[np.uint64],
+) -> NDArray[np.int64]:  # pragma: no cover - compiled
+    """Per distinct row, the index in ``wanted`` of its slice target under ``subset`` (-1: none)."""
+    g = pats.shape[0]
+    size = 1
+    while size < 2 * wanted.size + 2:
+        size *= 2
+    keys = np.zeros(size, dtype=np.uint64)
+    used = np.full(size, -1, dtype=np.int64)
+    for w in range(wanted.size):
+        i = _slot(keys, used, wanted[w])
+        keys[i] = wanted[w]
+        used[i] = w
+    target = np.empty(g, dtype=np.uint64)
+    present = np.empty(g, dtype=np.float64)
+    at_target = np.empty(g, dtype=np.bool_)
+    _targets(pats, h, subset, table, offsets, np.zeros(pats.shape[1]), target, present, at_target)
+    out = np.empty(g, dtype=np.int64)
+    for r in range(g):
+        out[r] = used[_slot(keys, used, target[r])]
+    return out
 
 
 def _round(
@@ -330,57 +474,49 @@ def _round(
     """Score every option, take the cheapest ones that do not collide; returns how many were taken."""
     k, rng = state.k, state.rng
     h = _row_hash(pats, tables)
-    # per subset only the deficient slices' targets and costs: a full (target, order) pair per subset
-    # would hold 2 x subsets x groups integers (on 10^7 rows, 42,000 groups x 255 subsets: 170 MB);
-    # the few subsets a pick uses are scored again (the same deterministic figures)
-    scored: list[tuple[NDArray[np.uint64], NDArray[np.float64]]] = []
-    full: dict[int, tuple[NDArray[np.uint64], NDArray[np.int64]]] = {}
-    best = np.inf
     table = np.concatenate(tables)
     offsets = np.cumsum([0] + [t.size for t in tables[:-1]]).astype(np.int64)
-    for s in subsets:
-        got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
-        scored.append((got[0], got[1]))
-        if got[1].size:
-            best = min(best, float(got[1].min()))
-    if not np.isfinite(best):
+    sub_cols = np.asarray([j for s in subsets for j in s], dtype=np.int64)
+    sub_ptr = np.cumsum([0] + [len(s) for s in subsets]).astype(np.int64)
+    pick_subset, pick_slice, pick_score = _score_all(
+        pats, h, counts, deficient, sub_cols, sub_ptr, table, offsets, weight, k, ROUND_SLACK
+    )
+    if pick_score.size == 0:
         return 0
-    limit = best * ROUND_SLACK + 1e-9
-    kept = [score <= limit for _, score in scored]
-    pick_score = np.concatenate([score[m] for (_, score), m in zip(scored, kept, strict=True)])
-    pick_subset = np.concatenate([np.full(int(m.sum()), si, dtype=np.int64) for si, m in enumerate(kept)])
-    pick_slice = np.concatenate([slices[m] for (slices, _), m in zip(scored, kept, strict=True)])
+    # the rows of each picked slice, found in one pass per subset used
+    slice_rows: dict[int, list[int]] = {}
+    for si in np.unique(pick_subset).tolist():
+        at = np.flatnonzero(pick_subset == si)
+        member = _members(pats, h, np.asarray(subsets[si], dtype=np.int64), table, offsets, pick_slice[at])
+        rows = np.flatnonzero(member >= 0)
+        order = np.argsort(member[rows], kind="stable")
+        rows, which = rows[order], member[rows][order]
+        bounds = np.searchsorted(which, np.arange(at.size + 1)).tolist()
+        listed = rows.tolist()
+        for pos, i in enumerate(at.tolist()):
+            slice_rows[i] = listed[bounds[pos] : bounds[pos + 1]]
     # cheapest first; among equal costs, an order drawn at random (no row is favoured by its position)
     tie = rng.permutation(pick_score.size)
     order = np.lexsort((tie, pick_score))
-    tuples = [tuple(r) for r in pats.tolist()]
+    tuples = state.keys
     locked: set[tuple[int, ...]] = set()
     taken = 0
     for i in order.tolist():
-        si, t = int(pick_subset[i]), int(pick_slice[i])
-        s = subsets[si]
-        if si not in full:
-            got = _score_slices(pats, h, counts, deficient, np.asarray(s, dtype=np.int64), table, offsets, weight, k)
-            full[si] = (got[2], got[3])
-        target, idx = full[si]
-        lo = _first(target, idx, np.uint64(t))
-        hi = lo
-        while hi < idx.size and target[idx[hi]] == t:
-            hi += 1
-        slice_rows = idx[lo:hi].tolist()
-        groups = [tuples[r] for r in slice_rows]
+        s = subsets[int(pick_subset[i])]
+        rows_i = slice_rows[i]
+        groups = [tuples[r] for r in rows_i]
         dst_list = list(groups[0])
         for j in s:
             dst_list[j] = -1
         dst = tuple(dst_list)
-        d_groups = [g for g, r in zip(groups, slice_rows, strict=True) if deficient[r]]
+        d_groups = [g for g, r in zip(groups, rows_i, strict=True) if deficient[r]]
         if dst in locked or any(g in locked for g in d_groups):
             continue
         n_def = sum(state.count[g] for g in d_groups)
         existing = state.count.get(dst, 0) if dst not in d_groups else 0
         need = max(0, k - n_def - existing)
         donors = [
-            g for g, r in zip(groups, slice_rows, strict=True)
+            g for g, r in zip(groups, rows_i, strict=True)
             if not deficient[r] and g != dst and g in state.count and state.count[g] > k
         ]
         if need > sum(state.count[g] - k for g in donors):
@@ -398,18 +534,6 @@ def _round(
         locked.update(d_groups)
         taken += 1
     return taken
-
-
-def _first(target: NDArray[np.uint64], order: NDArray[np.int64], t: np.uint64) -> int:
-    """Position in ``order`` (which sorts ``target``) of the first row whose target is ``t``."""
-    lo, hi = 0, int(order.size)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if target[order[mid]] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def suppressed_value_posterior(

@@ -16,8 +16,14 @@ from numpy.typing import NDArray
 from sdckit._checks import check_group_size
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource, check_columns
-from sdckit.anonymize._base import Anonymizer, text_values, with_nulls
-from sdckit.anonymize._decoys import decoy_suppress, exact_group_sizes, suppressed_value_posterior
+from sdckit.anonymize._base import Anonymizer, with_nulls
+from sdckit.anonymize._certificate import Certificate, certify, optimal_release, wildcard_floor
+from sdckit.anonymize._decoys import (
+    decoy_suppress,
+    distinct_rows,
+    exact_group_sizes,
+    suppressed_value_posterior,
+)
 from sdckit.anonymize._entities import entity_counts, entity_suppress
 from sdckit.anonymize._suppress_kernel import greedy_suppress, restore_cells
 from sdckit.anonymize._suppress_lazy import (
@@ -26,6 +32,7 @@ from sdckit.anonymize._suppress_lazy import (
     group_table,
     is_lazy,
     suppress_lazy,
+    table_codes,
     table_fingerprint,
 )
 from sdckit.errors import ParameterError
@@ -33,9 +40,10 @@ from sdckit.risk._counts._wildcard import column_codes, wildcard_group_sizes, wi
 
 __all__ = ["SUPPRESSION_METHODS", "LocalSuppressor", "local_suppression", "redaction_allowance", "wildcard_group_sizes"]
 
-SUPPRESSION_METHODS = ("decoys", "sdcmicro")
-"""``decoys`` (default): every released row identical to >= k - 1 others; ``sdcmicro``: sdcMicro's
-``localSuppression`` (every record's wildcard group >= k, a missing cell matching any value)."""
+SUPPRESSION_METHODS = ("decoys", "optimal", "sdcmicro")
+"""``decoys`` (default): every released row identical to >= k - 1 others; ``optimal``: the same
+guarantee with the fewest cells (a mixed-integer program, within a time limit); ``sdcmicro``:
+sdcMicro's ``localSuppression`` (every record's wildcard group >= k, a missing cell matching any value)."""
 
 
 def redaction_allowance(
@@ -135,6 +143,16 @@ class LocalSuppressor(Anonymizer):
     rows before publishing (the pipeline and ``sdckit suppress`` do), or identical rows are not
     exchangeable.
 
+    ``method="optimal"``: the same guarantee with the fewest cells: the mixed-integer program of
+    :mod:`sdckit.anonymize._certificate` solved with HiGHS (``scipy.optimize.milp``) within
+    ``time_limit`` seconds, cut off at the decoys' cell count; the best release found (the decoys'
+    when the program is too large or nothing better is found in time) and its certified gap. Among
+    the releases with the fewest cells one is drawn at random (OS entropy by default), and which rows
+    of a distinct input row go where too.
+
+    Every method reports ``certificate_``: the cells suppressed, a proven lower bound on the fewest
+    cells any release meeting the same guarantee needs, and the gap (see the module above).
+
     ``method="sdcmicro"``: sdcMicro's ``localSuppression``. A missing cell matches any value: records r and s
     are in each other's group when, for every key j, r_j = s_j or either is missing, and the
     release is k-anonymous when every record's group (:func:`wildcard_group_sizes`) holds >= k
@@ -176,6 +194,8 @@ class LocalSuppressor(Anonymizer):
         ``group_sizes_`` counts entities.
     household_columns : keys whose value is one per household (with ``entity``): a cell
         suppressed for one member is suppressed for every member.
+    time_limit : seconds for the certificate's linear relaxation and for ``method="optimal"``'s
+        program (default 30; 0: the floor is the bound and ``optimal`` keeps the decoys).
 
     Attributes
     ----------
@@ -195,6 +215,11 @@ class LocalSuppressor(Anonymizer):
     value_posterior_ : dict, the former name of ``hidden_value_share_`` (the same figures).
     redaction_allowance_ : float, share of records the redaction may add to the exposure with
         missing read as a value (0 without redaction).
+    certificate_ : dict, ``{"cells", "lower_bound", "gap", "bound_method"}``: cells suppressed, a
+        proven lower bound on the fewest cells for the same guarantee (identical rows for decoys and
+        optimal, wildcard groups for sdcmicro), ``(cells - bound) / cells`` and how the bound was proven
+        (``"lp"``, ``"mip"``, ``"floor"``, ``"wildcard-floor"``). Not set on lazy frames.
+    optimal_ : bool, the release is proven to have the fewest cells (bound == cells).
     changes_ : dict, per key ``{"cells_changed", "values_merged": 0, "cells_suppressed",
         "cells_redacted"}``.
     n_passes_ : int, (lazy frames only) distributed passes over the rows, each a group-by: the
@@ -244,6 +269,7 @@ class LocalSuppressor(Anonymizer):
         delta: float = 0.05,
         entity: str | None = None,
         household_columns: Sequence[str] | None = None,
+        time_limit: float = 30.0,
     ) -> None:
         self.k = k
         self.columns = columns
@@ -254,10 +280,13 @@ class LocalSuppressor(Anonymizer):
         self.delta = delta
         self.entity = entity
         self.household_columns = household_columns
+        self.time_limit = time_limit
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.non_deterministic = (self.method == "decoys" or bool(self.random_redaction)) and self.random_state is None
+        tags.non_deterministic = (
+            self.method in ("decoys", "optimal") or bool(self.random_redaction)
+        ) and self.random_state is None
         return tags
 
     def fit(self, X: DataSource, y: None = None) -> Self:
@@ -265,11 +294,17 @@ class LocalSuppressor(Anonymizer):
         k = check_group_size(self.k)
         if self.method not in SUPPRESSION_METHODS:
             raise ParameterError(
-                f"method={self.method!r}: use 'decoys' (every released row identical to >= k - 1 others) or "
+                f"method={self.method!r}: use 'decoys' (every released row identical to >= k - 1 others), "
+                "'optimal' (the same with the fewest cells, within time_limit seconds) or "
                 "'sdcmicro' (sdcMicro's localSuppression, a missing cell matching any value)."
             )
+        if isinstance(self.time_limit, bool) or not isinstance(self.time_limit, (int, float)) or not self.time_limit >= 0:
+            raise ParameterError(
+                f"time_limit={self.time_limit!r} must be a number of seconds >= 0, e.g. 30 (0: no relaxation, the floor "
+                "is the certificate's bound)."
+            )
         p_red = self.random_redaction
-        if p_red and self.method == "decoys":
+        if p_red and self.method != "sdcmicro":
             raise ParameterError(
                 f"random_redaction={p_red!r} applies to method='sdcmicro'; the default method draws its decoys "
                 "at random already. Leave random_redaction out, or set method='sdcmicro'."
@@ -300,19 +335,34 @@ class LocalSuppressor(Anonymizer):
         rank = _ranks(self.importance, names, supports)
         codes_rows = np.ascontiguousarray(original.T)
         entity_ids = self._entity_codes(frame, names, n)
-        if self.method == "decoys":
+        self.optimal_ = False
+        if self.method in ("decoys", "optimal"):
             weight = _decoy_weight(rank, self.importance is not None)
             rng = as_generator(self.random_state)
             got = decoy_suppress(codes_rows, k, weight, rng)
             suppressed = got.suppressed
+            origins, inverse, counts = distinct_rows(codes_rows)
+            cert = certify(origins, counts, k, int(suppressed.sum()), time_limit=float(self.time_limit))
+            if self.method == "optimal" and cert.lower_bound < cert.cells:
+                suppressed, cert = self._optimal(codes_rows, origins, inverse, counts, k, weight, rng, suppressed, cert)
+            elif cert.lower_bound == cert.cells:
+                self.optimal_ = True
             if entity_ids is not None:
+                # k distinct households per group after the row-level release; the row-level bound stays a
+                # bound (a release with k households per group has k rows per group), the cells are recounted
                 shared = np.isin(np.asarray(names, dtype=object), list(self.household_columns or ()))
                 over = entity_suppress(codes_rows, suppressed, entity_ids, k, weight, rng, shared)
                 suppressed = over.suppressed
                 self.entity_passes_ = over.passes
                 self.n_decoy_entities_ = over.decoy_entities
+                cells = int(suppressed.sum())
+                cert = Certificate(cells, min(cert.lower_bound, cells), cert.method, cert.seconds)
+                self.optimal_ = self.optimal_ and cert.lower_bound == cells
         else:
             suppressed = suppress_to_k(codes_rows, k, rank)
+            cells = int(suppressed.sum())
+            cert = Certificate(cells, min(cells, wildcard_floor(wildcard_sizes(codes_rows), k)), "wildcard-floor")
+        self.certificate_ = cert.as_dict()
         redacted = np.zeros_like(suppressed)
         allowance = 0.0
         if p_red:
@@ -324,7 +374,7 @@ class LocalSuppressor(Anonymizer):
                 int(candidates.sum()), float(p_red), n, k=k, delta=float(self.delta)
             )
         final = np.ascontiguousarray(np.where(suppressed | redacted, -1, original.T).astype(np.int32))
-        self.group_sizes_ = exact_group_sizes(final) if self.method == "decoys" else wildcard_sizes(final)
+        self.group_sizes_ = exact_group_sizes(final) if self.method in ("decoys", "optimal") else wildcard_sizes(final)
         if entity_ids is not None:
             self.group_sizes_ = entity_counts(final, entity_ids)
         self.hidden_value_share_ = suppressed_value_posterior(codes_rows, final)
@@ -346,6 +396,29 @@ class LocalSuppressor(Anonymizer):
         self.n_rows_ = n
         self.fingerprint_ = _fingerprint(frame, names)
         return self
+
+    def _optimal(
+        self, codes: NDArray[np.int32], origins: NDArray[np.int32], inverse: NDArray[np.int64],
+        counts: NDArray[np.int64], k: int, weight: NDArray[np.float64], rng: np.random.Generator,
+        decoys: NDArray[np.bool_], cert: Certificate,
+    ) -> tuple[NDArray[np.bool_], Certificate]:
+        """The exact program, cut off at the decoys' cells; its release when it is at least as good,
+        the decoys' otherwise (the best found when the time runs out). The bound is the best proven
+        by the relaxation and the program's search."""
+        got = optimal_release(
+            origins, counts, k, upper=cert.cells, rng=rng, time_limit=float(self.time_limit), tiebreak=weight - 1.0
+        )
+        if got is None:
+            return decoys, cert
+        bound = max(cert.lower_bound, got.certificate.lower_bound)
+        if got.certificate.cells > cert.cells:
+            self.optimal_ = bound >= cert.cells
+            return decoys, Certificate(cert.cells, min(bound, cert.cells), "mip")
+        self.optimal_ = got.optimal or bound >= got.certificate.cells
+        released = _assign_rows(codes, inverse, got.cand.origin, got.cand.patterns[got.cand.pattern], got.x, rng)
+        suppressed = (released < 0) & (codes >= 0)
+        cells = int(suppressed.sum())
+        return suppressed, Certificate(cells, min(bound, cells), "mip", got.certificate.seconds)
 
     def _fit_lazy(self, X: Any, k: int) -> Self:
         """Decoys on a polars LazyFrame, Dask or Spark frame, in distributed passes
@@ -372,6 +445,12 @@ class LocalSuppressor(Anonymizer):
         self.n_rounds_ = sum(p.rounds for p in got.plans)
         self.n_suppressed_ = int(cells.sum())
         self.n_decoy_cells_ = sum(p.decoy_cells for p in got.plans)
+        # the certificate on the input's group table ("__sdc_n": its counts; the rows never reach the driver)
+        origins, inverse, _ = distinct_rows(table_codes(table, names))
+        counts = np.bincount(inverse, weights=np.asarray(table["__sdc_n"].to_numpy(), dtype=np.float64))
+        cert = certify(origins, counts.astype(np.int64), k, self.n_suppressed_, time_limit=float(self.time_limit))
+        self.certificate_ = cert.as_dict()
+        self.optimal_ = cert.lower_bound >= cert.cells
         self.redaction_allowance_ = 0.0
         self.changes_ = {
             name: {"cells_changed": int(cells[j]), "values_merged": 0, "cells_suppressed": int(cells[j]), "cells_redacted": 0}
@@ -388,10 +467,10 @@ class LocalSuppressor(Anonymizer):
             if self.household_columns:
                 raise ParameterError("household_columns need entity: name the column that groups rows into households.")
             return None
-        if self.method != "decoys":
+        if self.method not in ("decoys", "optimal"):
             raise ParameterError(
-                f"entity={self.entity!r} works with method='decoys' (every released group holds k distinct entities); "
-                "leave method out."
+                f"entity={self.entity!r} works with method='decoys' or 'optimal' (every released group holds k "
+                "distinct entities); leave method out."
             )
         if self.entity in names:
             raise ParameterError(f"entity={self.entity!r} is also a key column; the household id is never a key.")
@@ -447,6 +526,23 @@ class LocalSuppressor(Anonymizer):
         return out
 
 
+def _assign_rows(
+    codes: NDArray[np.int32], inverse: NDArray[np.int64], entry_origin: NDArray[np.int64],
+    entry_codes: NDArray[np.int32], entry_m: NDArray[np.int64], rng: np.random.Generator,
+) -> NDArray[np.int32]:
+    """The released codes: the rows of each distinct input row, in random order, sent to its
+    patterns (entry e: ``entry_m[e]`` rows of ``entry_origin[e]`` released as ``entry_codes[e]``)."""
+    keep = entry_m > 0
+    entry_origin, entry_codes, entry_m = entry_origin[keep], entry_codes[keep], entry_m[keep]
+    by_origin = np.argsort(entry_origin, kind="stable")
+    perm = rng.permutation(inverse.size)
+    order = perm[np.argsort(inverse[perm], kind="stable")]
+    entry_of_row = np.repeat(by_origin, entry_m[by_origin])
+    released = np.empty_like(codes)
+    released[order] = entry_codes[entry_of_row]
+    return released
+
+
 def _decoy_weight(rank: NDArray[np.int64], importance_given: bool) -> NDArray[np.float64]:
     """Cost of one suppressed cell per key: 1 for the least important key, up to 2 for the most
     important (1.001 without ``importance``: then only ties are broken)."""
@@ -456,11 +552,17 @@ def _decoy_weight(rank: NDArray[np.int64], importance_given: bool) -> NDArray[np
 
 
 def _fingerprint(frame: Any, names: Sequence[str]) -> str:
-    """SHA-256 of the key columns' values (as text, missing marked), to recognise the fitted table."""
+    """SHA-256 of the key columns' values (as text, with the missing cells' mask), to recognise the
+    fitted table: one join per column, not a Python call per cell."""
     digest = hashlib.sha256()
     for name in names:
-        for v in text_values(frame[name]).tolist():
-            digest.update(b"\x00" if v is None else str(v).encode() + b"\x1f")
+        series = frame[name]
+        missing = np.array(series.is_null().to_numpy(), dtype=bool)
+        if series.dtype.is_float():
+            missing |= np.asarray(series.is_nan().fill_null(True).to_numpy(), dtype=bool)
+        text = series.cast(nw.String).fill_null("").to_list()
+        digest.update(np.packbits(missing).tobytes())
+        digest.update("\x1f".join(text).encode() + b"\x1e")
     return digest.hexdigest()
 
 

@@ -631,6 +631,12 @@ def plan(
                 else ""
             )
         )
+        if result.loss_bound is not None and result.loss_gap is not None:
+            stdout.print(
+                f"certified: no release of the {result.n_certified} best acceptable recodings loses less than "
+                f"{result.loss_bound:.4g}; this proposal is within {100 * result.loss_gap:.1f} % of it "
+                f"(at least {result.suppression_bound:,} cells needed at the chosen recoding)"
+            )
     if out is not None:
         stdout.print(f"release written to {out}: the {len(result.columns)} planned column(s) only; {order_note(keep_order)}")
     if result.excluded:

@@ -14,7 +14,8 @@ from sdckit._checks import UPPER_METHODS, BoundMethod, check_budget, check_k, ch
 from sdckit._io import as_narwhals, check_columns
 from sdckit.anonymize import GlobalRecoder, LocalSuppressor
 from sdckit.anonymize._base import eager_frame, frame_columns
-from sdckit.anonymize._decoys import decoy_suppress
+from sdckit.anonymize._certificate import row_floor
+from sdckit.anonymize._decoys import decoy_suppress, distinct_rows
 from sdckit.anonymize._hierarchy import as_hierarchy
 from sdckit.anonymize._lazy import aggregate, lazy_frame, value_counts
 from sdckit.errors import ColumnNotFoundError, InfeasibleError, ParameterError
@@ -104,6 +105,21 @@ class ReleasePlan:
     """Nodes of the recoding lattice (product over columns of levels + 1)."""
     n_evaluated: int = 0
     """Nodes whose exposure was computed (the others were pruned)."""
+    suppression_bound: int = 0
+    """Proven lower bound on the cells any release of the chosen recoding needs for identical-row k
+    (the certificate's floor, :mod:`sdckit.anonymize._certificate`); 0 without suppression."""
+    loss_bound: float | None = None
+    """With suppression: the least total loss any candidate node could reach, proven (recoding loss +
+    the certified cells' share) over the acceptable nodes the planner scored (``n_certified``)."""
+    n_certified: int = 0
+    """Acceptable nodes whose suppression cost was certified (lower bound) when choosing."""
+
+    @property
+    def loss_gap(self) -> float | None:
+        """(loss - loss_bound) / loss: how far the proposal can be from the best certified candidate."""
+        if self.loss is None or self.loss_bound is None:
+            return None
+        return 0.0 if self.loss <= 0 else max(0.0, (self.loss - self.loss_bound) / self.loss)
 
     def apply(self, data: Any) -> Any:
         """The release this plan describes: columns kept, recoded, then locally suppressed to k.
@@ -149,6 +165,10 @@ class ReleasePlan:
             "exposure": self.exposure,
             "n_nodes": self.n_nodes,
             "n_evaluated": self.n_evaluated,
+            "suppression_bound": self.suppression_bound,
+            "loss_bound": self.loss_bound,
+            "loss_gap": self.loss_gap,
+            "n_certified": self.n_certified,
         }
 
 
@@ -557,7 +577,7 @@ def _plan_lattice(
     else:
         evaluate = node_bound
         limit = budget
-    keep_n = 3 if suppression else 1
+    keep_n = CERTIFIED_NODES if suppression else 1
     try:
         result = search_lattice(cols, losses, [w[c] for c in cands], evaluate, limit, keep=keep_n, progress=progress)
     except InfeasibleError:
@@ -571,17 +591,29 @@ def _plan_lattice(
     chosen = result.feasible[0]
     suppressed: dict[str, int] = {}
     released_exposure: float | None = result.exposure if measure is not None else None
+    supp_bound = 0
+    loss_bound: float | None = None
     if measure is not None and suppression:
-        best_total = np.inf
+        # every candidate's suppression cost certified from below (the floor), then the decoys run
+        # only where that bound leaves room to beat the best total found so far (cheapest bound first)
+        assert isinstance(measure, DataExposure)  # lazy data plans without suppression
+        scored = []
         for node_loss, node, node_exposure in result.feasible:
+            floor = 0 if node_exposure <= budget else _suppression_floor(measure, node, k)
+            scored.append((node_loss + floor / (n * len(cands)), floor, node_loss, node, node_exposure))
+        scored.sort(key=lambda r: r[0])
+        loss_bound = scored[0][0]
+        best_total = np.inf
+        for lower, floor, node_loss, node, node_exposure in scored:
+            if lower >= best_total:
+                break  # no later node can do better: its certified total is already higher
             if node_exposure <= budget:
                 total, cells = node_loss, {}
             else:
-                assert isinstance(measure, DataExposure)  # lazy data plans without suppression
                 cells = _suppression_cells(measure, node, cands, k)
                 total = node_loss + sum(cells.values()) / (n * len(cands))
             if total < best_total:
-                best_total, chosen, suppressed = total, (node_loss, node, node_exposure), cells
+                best_total, chosen, suppressed, supp_bound = total, (node_loss, node, node_exposure), cells, floor
         if suppressed:
             released_exposure = 0.0  # every row identical to >= k - 1 others, suppressed cells included
     levels = {c.name: lvl for c, lvl in zip(cols, chosen[1], strict=True)}
@@ -624,6 +656,9 @@ def _plan_lattice(
         exposure=released_exposure,
         n_nodes=result.n_nodes,
         n_evaluated=result.n_evaluated,
+        suppression_bound=supp_bound,
+        loss_bound=loss_bound,
+        n_certified=len(result.feasible) if loss_bound is not None else 0,
     )
 
 
@@ -685,6 +720,19 @@ def _data_codes(data: Any, marginals: Marginals, columns: Sequence[str]) -> NDAr
 
 
 PLAN_DRAW_SEED = 0
+
+CERTIFIED_NODES = 8
+"""With suppression, this many acceptable nodes (least recoding loss first) get a certified
+suppression cost; the decoys run only on those whose certified total can still win."""
+
+
+def _suppression_floor(measure: DataExposure, node: tuple[int, ...], k: int) -> int:
+    """The certificate's floor on the node's recoded table: no release of it meeting identical-row k
+    suppresses fewer cells."""
+    rec = measure.recoded(node)
+    varied = [j for j in range(rec.shape[1]) if node[j] == 0 or rec[:, j].max() > 0]
+    origins, _, counts = distinct_rows(np.ascontiguousarray(rec[:, varied]).astype(np.int32))
+    return int(row_floor(origins, counts, k) @ counts)
 """Seed of the decoy draw the planner uses to count a node's cells (an estimate for choosing the
 node, not the release: :meth:`ReleasePlan.apply` draws its decoys from OS entropy)."""
 

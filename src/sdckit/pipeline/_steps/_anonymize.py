@@ -147,6 +147,7 @@ class AnonymizeOptions(Step):
         if not isinstance(out, pl.DataFrame):  # pragma: no cover - the estimators return the input's frame type
             out = pl.DataFrame(out)
         details: dict[str, Any] = {"params": dict(params), "changes": changes, "cells_changed": total}
+        details.update(self.fitted_details(estimator))
         transition = getattr(estimator, "transition_", None)
         if isinstance(transition, dict):  # PRAM: the matrices are published with the release
             details["transition_matrices"] = {
@@ -154,6 +155,10 @@ class AnonymizeOptions(Step):
                 for c, (values, p) in transition.items()
             }
         return out, StepLog(self.kind, changed, details, what)
+
+    def fitted_details(self, estimator: Any) -> dict[str, Any]:
+        """What the fitted estimator adds to the log's details (in memory); nothing by default."""
+        return {}
 
     def describe_lazy(self, total: int, parts: str, params: dict[str, Any], estimator: Any, ctx: StepContext) -> str:
         """The log's sentence where the rows live."""

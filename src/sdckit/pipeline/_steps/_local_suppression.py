@@ -3,9 +3,10 @@ twins (:class:`sdckit.anonymize.LocalSuppressor`)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from dataclasses import replace
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from sdckit.anonymize import LocalSuppressor
 from sdckit.pipeline._fields import Columns, GroupSize, OpenShare, Share, Text, Whole, split_columns
@@ -14,6 +15,8 @@ from sdckit.pipeline._steps._anonymize import AnonymizeOptions
 from sdckit.pipeline._steps._base import StepContext, StepLog
 
 __all__ = ["LocalSuppressionStep"]
+
+Seconds = Annotated[float, Field(strict=True, ge=0.0)]
 
 
 class LocalSuppressionStep(AnonymizeOptions):
@@ -31,9 +34,12 @@ class LocalSuppressionStep(AnonymizeOptions):
     importance: tuple[Text, ...] | tuple[Whole, ...] | None = None
     """Which keys to keep: column names from most to least important, or one number per key
     (1 = most important, sdcMicro's ``importance``); default: keys with more values go first."""
-    method: Literal["decoys", "sdcmicro"] = "decoys"
-    """``decoys`` (suppressed cells hidden among random ones; runs where the rows live) or
-    ``sdcmicro`` (sdcMicro's algorithm: a missing cell matches any value; in memory only)."""
+    method: Literal["decoys", "optimal", "sdcmicro"] = "decoys"
+    """``decoys`` (suppressed cells hidden among random ones; runs where the rows live), ``optimal``
+    (the same guarantee with the fewest cells: a mixed-integer program within ``time_limit``; in
+    memory only) or ``sdcmicro`` (sdcMicro's algorithm: a missing cell matches any value; in memory only)."""
+    time_limit: Seconds = 30.0
+    """Seconds for the certificate's relaxation and the ``optimal`` program (best found and its gap when it runs out)."""
     random_redaction: Share | None = None
     """(``sdcmicro`` only) probability (0..1) of redacting the other cells of a column that lost cells."""
     delta: OpenShare = 0.05
@@ -47,7 +53,20 @@ class LocalSuppressionStep(AnonymizeOptions):
         return split_columns(v)
 
     def is_random(self) -> bool:
-        return self.method == "decoys" or bool(self.random_redaction)
+        return self.method in ("decoys", "optimal") or bool(self.random_redaction)
+
+    def fitted_details(self, estimator: Any) -> dict[str, Any]:
+        return {"certificate": dict(estimator.certificate_)}
+
+    def apply(self, frame: Any, ctx: StepContext) -> tuple[Any, StepLog]:
+        out, log = super().apply(frame, ctx)
+        cert = log.details.get("certificate")
+        if cert:
+            text = (f" Certificate: {cert['cells']:,} cell(s) suppressed; any release meeting the same guarantee needs "
+                    f"at least {cert['lower_bound']:,} (proven by {cert['bound_method']}), a gap of at most "
+                    f"{100 * cert['gap']:.1f} %.")
+            log = replace(log, description=log.description + text)
+        return out, log
 
     def moves_knowledge(self, column: str, log: StepLog) -> bool:
         return False  # a suppressed cell tells nothing new of the person: the attacker still knows the value
@@ -55,6 +74,8 @@ class LocalSuppressionStep(AnonymizeOptions):
     def in_memory_reason(self) -> str | None:
         if self.method == "decoys":
             return None
+        if self.method == "optimal":
+            return "method: optimal solves a program over the rows in memory"
         return f"method: {self.method} compares every record with every other one"
 
     def refusal(self, engine: str) -> str | None:
@@ -103,7 +124,8 @@ class LocalSuppressionStep(AnonymizeOptions):
         return what
 
     def lazy_details(self, estimator: Any) -> dict[str, Any]:
-        return {"n_passes": int(estimator.n_passes_), "decoy_rounds": int(estimator.n_rounds_)}
+        return {"n_passes": int(estimator.n_passes_), "decoy_rounds": int(estimator.n_rounds_),
+                "certificate": dict(estimator.certificate_)}
 
     def describe_lazy(self, total: int, parts: str, params: dict[str, Any], estimator: Any, ctx: StepContext) -> str:
         return (
