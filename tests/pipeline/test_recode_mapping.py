@@ -90,7 +90,8 @@ def test_cli_recode_mapping(tmp_path: Path) -> None:
     source = tmp_path / "t2.csv"
     _testdata2().write_csv(source)
     out = tmp_path / "out.csv"
-    got = CliRunner().invoke(app, ["recode", str(source), "--mapping", "water=3:3-8,4:3-8,5:3-8", "-o", str(out), "--json"])
+    got = CliRunner().invoke(app, ["recode", str(source), "--mapping", "water=3:3-8,4:3-8,5:3-8", "-o", str(out), "--json",
+                                 "--keep-order"])
     assert got.exit_code == 0, got.output
     payload = json.loads(got.stdout)
     raw = _testdata2()["water"].to_list()
