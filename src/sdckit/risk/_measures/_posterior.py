@@ -156,11 +156,9 @@ def row_posterior(
     str_keys = [pl.col(c).cast(pl.String).fill_null("\x00missing") for c in keys]
     truth = known.select(str_keys).with_columns(_features(release, feats, masked, bins).alias(_Y))
     rel = release.select([pl.col(c).cast(pl.String) for c in keys])
+    # every released missing cell is hidden to the attacker, suppressed or missing in the input alike (the
+    # file does not say which); a person whose key was missing has the value "\x00missing" behind it
     hidden = rel.select([pl.col(c).is_null().alias(c) for c in keys])
-    # people known to be in the input with a missing key read it as a value ("\x00missing"); a released
-    # cell missing in the input too is not suppressed (the person shows it missing)
-    was_missing = known.select([pl.col(c).is_null().alias(c) for c in keys])
-    hidden = hidden.select([(pl.col(c) & ~was_missing[c]).alias(c) for c in keys])
     rel = rel.with_columns([pl.when(hidden[c]).then(None).otherwise(truth[c]).alias(c) for c in keys])
     rel = rel.with_columns(truth[_Y]).with_row_index("__row")
     persons = truth.with_row_index("__person")
