@@ -178,6 +178,8 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
     assert {m for _, m, _, _ in routes} >= {"GET", "POST", "PUT"}
     assert len(routes) >= 15
     spec = CollectionSpec(id=CID, features=FEATURES, max_budget=0.5)
+    for role in ("analyst", "shuffler"):  # every key pinned, or the services refuse the spec
+        spec = spec.with_key(role, dep.public_key(role))
     admin_h = {"authorization": f"Bearer {dep.admin_token}"}
     relay_h = {"authorization": f"Bearer {dep.relay_token}"}
     deadline = time.monotonic() + BARRAGE_SECONDS

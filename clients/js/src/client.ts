@@ -6,7 +6,8 @@
 
 import { randomBytes } from "./bytes.js";
 import { Credential, ENROL_ROUNDS, Enrolment } from "./enrol.js";
-import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError } from "./errors.js";
+import { verifyPairsBound, verifyPlanBound } from "./bounds.js";
+import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError, UnpinnedSpecError } from "./errors.js";
 import { PublicKey, type Recipient, infoLabel, seal } from "./hpke.js";
 import { type Json, type JsonObject, verifyDocument, verifyKeyFromText } from "./signing.js";
 import { REDACTED, type Value, decodeValue, encodeValue } from "./values.js";
@@ -17,7 +18,6 @@ export const BATCH_MEDIA = "application/octet-stream";
 export const CREDENTIAL_HEADER = "sdckit-credential";
 /** Answers worth retrying: overload, a server error, a proxy's gateway errors. */
 export const RETRY_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
-const REDACTED_KEY = encodeValue(REDACTED);
 
 export interface CollectionSpec {
   id: string;
@@ -129,21 +129,27 @@ function refuse(what: string, collection: string, why: string): never {
   throw new PlanRefusedError(`the ${what} of ${JSON.stringify(collection)} is refused: ${why}; nothing is sent for it`);
 }
 
-/** The floors every device checks (the Python ``_floors``): collection, k, budget and bound. */
-function floors(what: string, spec: CollectionSpec, collection: string, k: number, budget: number, bound: number): void {
-  if (collection !== spec.id) refuse(what, spec.id, `it is for collection ${JSON.stringify(collection)}`);
-  if (!isInt(k) || k < spec.min_k) refuse(what, collection, `k = ${k} is below the collection's floor min_k = ${spec.min_k}`);
-  if (!isShare(budget) || budget > spec.max_budget + 1e-12) {
-    refuse(what, collection, `budget ${budget} is above the collection's ceiling max_budget = ${spec.max_budget}`);
+/** Every party whose HPKE key a collection's spec must pin (the Python ``PINNED_ROLES``). */
+export const PINNED_ROLES = ["curator", "analyst", "shuffler"] as const;
+
+/**
+ * Refuse (:class:`UnpinnedSpecError`) a spec that leaves a party's HPKE key open: the device would
+ * take whatever key the relay hands it, so a party could give each device its own key and tell
+ * devices apart (issue 37).
+ */
+export function requirePinned(spec: CollectionSpec): void {
+  const missing = PINNED_ROLES.filter((r) => typeof spec.keys[r] !== "string" || !spec.keys[r]);
+  if (missing.length) {
+    throw new UnpinnedSpecError(
+      `this device refuses collection ${JSON.stringify(spec.id)}: its spec does not pin the ${missing.join(", ")} key${missing.length > 1 ? "s" : ""}; nothing is sent`,
+    );
   }
-  if (!isShare(bound) || bound > budget + 1e-12) refuse(what, collection, `its bound ${bound} is above its budget ${budget}`);
 }
 
 /**
- * Check a plan as far as the SDK does: the fields parse, and its collection, setting, k, budget
- * and bound meet the spec's pinned floors. The shuffler also recomputes the plan's bound from
- * the counts published with it (``verify_plan``) before it relays the plan; the SDK does not
- * repeat that computation (docs/protocol.md, "A browser or app device").
+ * Check a plan as the Python client does: the fields parse, its collection, setting, k, budget
+ * and bound meet the spec's pinned floors, and its bound is recomputed from the counts published
+ * with it (:func:`verifyPlanBound`); a claim below the recomputed bound is refused.
  */
 export function checkPlan(doc: JsonObject, spec: CollectionSpec): PublishedPlan {
   const p = { redactions: [], recodings: {}, setting: "fixed", ...doc } as unknown as PublishedPlan;
@@ -159,12 +165,12 @@ export function checkPlan(doc: JsonObject, spec: CollectionSpec): PublishedPlan 
       ([c, m]) => p.columns.includes(c) && isObject(m) && Object.values(m).every((v) => typeof v === "string"),
     );
   if (!ok) throw new MalformedMessageError("not a published plan");
-  floors("plan", spec, p.collection, p.k, p.budget, p.bound);
   if (p.setting !== spec.setting) refuse("plan", spec.id, `its setting ${p.setting} is not the collection's ${spec.setting}`);
+  verifyPlanBound(p as unknown as Record<string, unknown>, spec);
   return p;
 }
 
-/** Check pair queries: the fields parse, the floors hold, and no published value is held by fewer than k users. */
+/** Check pair queries: the fields parse, the floors hold, no published value is held by fewer than k users, and each query's bound is recomputed (:func:`verifyPairsBound`). */
 export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
   const q = { evidence: {}, ...doc } as unknown as PairQueries;
   const ok =
@@ -181,12 +187,7 @@ export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
     ) &&
     isObject(q.evidence);
   if (!ok) throw new MalformedMessageError("not published pair queries");
-  floors("pair queries", spec, q.collection, q.k, q.budget, q.bound);
-  for (const [c, counts] of Object.entries(q.evidence)) {
-    if (Object.entries(counts).some(([key, n]) => key !== REDACTED_KEY && n < q.k)) {
-      refuse("pair queries", spec.id, `column ${JSON.stringify(c)} publishes a value held by fewer than k = ${q.k} users`);
-    }
-  }
+  verifyPairsBound(q as unknown as Record<string, unknown>, spec);
   return q;
 }
 
@@ -294,6 +295,7 @@ export class Client {
       if (!isObject(body)) throw new MalformedMessageError("the collection answer is not a JSON object");
       const spec = parseSpec(verifyDocument(body["spec"], this.owners["curator"]!, "spec", "curator"));
       if (spec.id !== this.collection) throw new MalformedMessageError(`the relayed spec is for ${JSON.stringify(spec.id)}`);
+      requirePinned(spec); // nothing is sealed to a key the spec leaves open
       if (spec.suite !== "x25519") PublicKey.fromText(`${spec.suite}:`); // refuses the hybrid suite, saying why
       const enrolment = body["enrolment"];
       const terms = isObject(enrolment) && isObject(enrolment["document"]) ? enrolment["document"] : {};

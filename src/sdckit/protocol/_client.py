@@ -192,6 +192,7 @@ class Client:
             )
             if spec.id != self.collection:
                 raise MalformedMessageError(f"the relayed spec is for {spec.id!r}")
+            spec.require_pinned("this device")  # nothing is sealed to a key the spec leaves open
             terms = body.get("enrolment", {}).get("document", {})
             self._spec, self._terms = spec, dict(terms)
         return self._spec, self._terms

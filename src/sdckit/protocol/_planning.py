@@ -485,6 +485,10 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     if not isinstance(counts, Mapping) or set(counts) != set(plan.columns):
         _refuse(what, cid, "it does not publish the counts of its columns, so its bound cannot be checked")
     assert isinstance(counts, Mapping)
+    if not all(
+        isinstance(v, Mapping) and all(type(x) is int and x >= 0 for x in v.values()) for v in counts.values()
+    ):  # int() would truncate 25.5 to 25: a count is a whole number as published, or refused
+        _refuse(what, cid, "its published counts do not parse (a count is not a whole number >= 0)")
     try:
         blocks = {
             tuple(str(c) for c in b["columns"]): {

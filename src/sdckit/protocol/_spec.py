@@ -34,6 +34,14 @@ def check_collection_id(collection: str) -> str:
     return collection
 
 
+PINNED_ROLES = ("curator", "analyst", "shuffler")
+"""Every party whose HPKE key a collection's spec must pin before the services or a device use it."""
+
+
+class UnpinnedSpecError(ProtocolError):
+    """A collection spec that does not pin every party's HPKE key (:data:`PINNED_ROLES`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class CollectionSpec:
     """One run of the protocol ("collection"), published by the curator before round 1."""
@@ -110,6 +118,23 @@ class CollectionSpec:
 
     def __hash__(self) -> int:
         return hash((self.id, self.features, tuple(sorted(self.keys.items()))))
+
+    def unpinned(self) -> tuple[str, ...]:
+        """The roles among :data:`PINNED_ROLES` whose HPKE key this spec does not pin."""
+        return tuple(r for r in PINNED_ROLES if not self.keys.get(r))
+
+    def require_pinned(self, who: str) -> None:
+        """Refuse (:class:`UnpinnedSpecError`) a spec that does not pin every party's key: an
+        unpinned key is whatever the relay hands each device, so a party could give each device its
+        own key and tell devices apart (issue 37: 6 of 6 devices took 6 distinct analyst keys)."""
+        missing = self.unpinned()
+        if missing:
+            raise UnpinnedSpecError(
+                f"{who} refuses collection {self.id!r}: its spec does not pin the {', '.join(missing)} "
+                f"key{'s' if len(missing) > 1 else ''} (give \"keys\": {{\"analyst\": ..., \"shuffler\": ...}} "
+                "with each party's public key text, key.json.pub, when creating the collection; the "
+                "curator adds its own)"
+            )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CollectionSpec:

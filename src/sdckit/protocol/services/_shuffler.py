@@ -35,7 +35,14 @@ from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._planning import verify_pairs, verify_plan
 from sdckit.protocol._signing import canonical_json, sign_document, verify_document, verify_key_from_text
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
+from sdckit.protocol._spec import (
+    PAIR_ROUND,
+    CollectionSpec,
+    PairQueries,
+    PlanRefusedError,
+    PublishedPlan,
+    UnpinnedSpecError,
+)
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
@@ -755,6 +762,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 f"collection {collection!r} is registered with another spec; its features, floors and keys are "
                 "fixed (rotate a key by creating a new collection, a visible event)",
             )
+        try:  # every key pinned, or a party could hand each device its own key
+            reg.spec.require_pinned("the shuffler")
+        except UnpinnedSpecError as err:
+            raise HTTPException(422, str(err)) from None
         pinned = dict(reg.spec.keys)
         if pinned.get("shuffler", key.public_key().to_text()) != key.public_key().to_text():
             raise HTTPException(

@@ -1,0 +1,141 @@
+"""Every key pinned (issue 37): a collection spec that leaves the curator's, the analyst's or the
+shuffler's HPKE key open is refused by the curator's service, by the shuffler and by the device.
+
+The attack (issue 37): docs step 5 created a collection with only ``features``; the spec then
+pinned the curator's key alone and 6 of 6 devices took 6 distinct analyst keys, so the analyst
+could tell devices apart. The TypeScript SDK's refusal is in ``clients/js/test/client.test.mjs``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from sdckit.protocol import Client, CollectionSpec, PrivateKey, UnpinnedSpecError
+from sdckit.protocol._signing import sign_document, verify_key_to_text
+from sdckit.protocol.services._launch import LocalDeployment
+
+from .conftest import FEATURES
+
+pytestmark = pytest.mark.services
+
+
+@pytest.fixture(scope="module")
+def dep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalDeployment]:
+    with LocalDeployment(tmp_path_factory.mktemp("pin"), batch_threshold=1, poll_seconds=0.05) as d:
+        yield d
+
+
+@pytest.mark.parametrize("pinned", [(), ("analyst",), ("shuffler",)])
+def test_the_curators_service_refuses_a_spec_that_leaves_a_key_open(
+    dep: LocalDeployment, pinned: tuple[str, ...]
+) -> None:
+    spec = CollectionSpec(id=f"open-{len(pinned)}-{''.join(pinned)}", features=FEATURES)
+    for role in pinned:
+        spec = spec.with_key(role, dep.public_key(role))
+    with dep.admin() as admin:
+        r = admin.put(f"{dep.urls['curator']}/admin/v1/collections/{spec.id}", json=spec.to_dict())
+    assert r.status_code == 422, r.text
+    missing = {"analyst", "shuffler"} - set(pinned)
+    for role in missing:
+        assert role in r.json()["detail"]
+    assert "keys" in r.json()["detail"]  # says how to pass them
+
+
+def test_the_shuffler_refuses_to_register_a_spec_the_curator_signed_without_every_key(
+    dep: LocalDeployment,
+) -> None:
+    """A cheating curator (its store written by hand, as other code would) signs a spec that pins
+    its own key only; the shuffler refuses to register it, so no device is ever offered it."""
+    cid = "unpinned-at-shuffler"
+    spec = CollectionSpec(id=cid, features=FEATURES).with_key("curator", dep.public_key("curator"))
+    dep.stop_role("curator")
+    con = sqlite3.connect(dep.workdir / "curator" / "data" / "curator.sqlite3")
+    with con:
+        con.execute(
+            "INSERT INTO collections (id, spec, plan) VALUES (?, ?, NULL)", (cid, json.dumps(spec.to_dict()))
+        )
+        con.execute("INSERT OR IGNORE INTO tally (collection) VALUES (?)", (cid,))
+    con.close()
+    dep.start("curator")
+    with dep.admin() as admin:
+        r = admin.put(f"{dep.urls['shuffler']}/admin/v1/collections/{cid}", json={"enrolment": "open"})
+        assert r.status_code == 422, r.text
+        assert "analyst" in r.json()["detail"]
+        assert "shuffler" in r.json()["detail"]
+        r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}")
+        assert r.status_code == 404  # nothing relayed to devices
+
+
+def _relay(spec: CollectionSpec, signing: ed25519.Ed25519PrivateKey) -> httpx.MockTransport:
+    """A shuffler relaying ``spec`` signed by the real curator key (a cheating shuffler and curator)."""
+    keys = {r: PrivateKey.generate().public_key().to_text() for r in ("curator", "analyst", "shuffler")}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        body: Any
+        if path == f"/v1/collections/{spec.id}":
+            body = {"spec": sign_document(signing, "spec", "curator", spec.to_dict()), "enrolment": {}}
+        elif path == "/v1/keys":
+            body = {"document": {"public_key": keys["shuffler"]}}
+        elif path.startswith("/v1/keys/"):
+            role = path.rsplit("/", 1)[1]
+            body = sign_document(signing, "keys", role, {"role": role, "public_key": keys[role]})
+        else:
+            return httpx.Response(404, json={"detail": "no"})
+        return httpx.Response(200, json=body)
+
+    return httpx.MockTransport(handler)
+
+
+@pytest.mark.parametrize("pinned", [(), ("curator",), ("curator", "analyst"), ("curator", "shuffler")])
+def test_the_python_device_refuses_a_spec_that_leaves_a_key_open(pinned: tuple[str, ...]) -> None:
+    signing = ed25519.Ed25519PrivateKey.generate()
+    spec = CollectionSpec(id="c", features=FEATURES)
+    for role in pinned:
+        spec = spec.with_key(role, PrivateKey.generate().public_key().to_text())
+    verify = verify_key_to_text(signing.public_key())
+    client = Client(shuffler_url="http://relay", collection="c", curator_verify_key=verify, analyst_verify_key=verify)
+    client._http = httpx.Client(transport=_relay(spec, signing))
+    with pytest.raises(UnpinnedSpecError, match="does not pin the") as err:
+        client.user()
+    for role in {"curator", "analyst", "shuffler"} - set(pinned):
+        assert role in str(err.value)
+    with pytest.raises(UnpinnedSpecError):
+        client.send_round1(dict.fromkeys(FEATURES, 1))
+    assert client._user is None  # nothing sealed
+
+
+def test_the_python_device_takes_a_spec_that_pins_every_key() -> None:
+    """The control: the same relay with all three keys pinned (the keys it relays) is accepted."""
+    signing = ed25519.Ed25519PrivateKey.generate()
+    spec = CollectionSpec(id="c", features=FEATURES)
+    transport = _relay(spec, signing)
+    verify = verify_key_to_text(signing.public_key())
+    probe = httpx.Client(transport=transport, base_url="http://relay")
+    for role in ("curator", "analyst"):
+        spec = spec.with_key(role, probe.get(f"/v1/keys/{role}").json()["document"]["public_key"])
+    spec = spec.with_key("shuffler", probe.get("/v1/keys").json()["document"]["public_key"])
+    client = Client(shuffler_url="http://relay", collection="c", curator_verify_key=verify, analyst_verify_key=verify)
+    client._http = httpx.Client(transport=_relay_with_keys(spec, signing, probe))
+    assert len(client.user().round1(dict.fromkeys(FEATURES, 1))) == len(FEATURES)
+
+
+def _relay_with_keys(
+    spec: CollectionSpec, signing: ed25519.Ed25519PrivateKey, probe: httpx.Client
+) -> httpx.MockTransport:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == f"/v1/collections/{spec.id}":
+            return httpx.Response(
+                200, json={"spec": sign_document(signing, "spec", "curator", spec.to_dict()), "enrolment": {}}
+            )
+        r = probe.get(request.url.path)
+        return httpx.Response(r.status_code, content=r.content, headers={"content-type": "application/json"})
+
+    return httpx.MockTransport(handler)
