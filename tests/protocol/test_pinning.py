@@ -139,3 +139,22 @@ def _relay_with_keys(
         return httpx.Response(r.status_code, content=r.content, headers={"content-type": "application/json"})
 
     return httpx.MockTransport(handler)
+
+
+def test_enrolment_looks_invites_up_before_any_voprf_work(dep: LocalDeployment) -> None:
+    """128 made-up invites with well-formed blinded inputs: refused on the lookup (issue 37: 23,552
+    evaluations in 40 s before), the answer saying no VOPRF work was done; a real invite still enrols."""
+    from sdckit.protocol._enrol import ENROL_ROUNDS, MAX_ENROL_USERS, Enrolment
+
+    spec = CollectionSpec(id="lookup-first", features=FEATURES)
+    dep.create(spec, enrolment="tokens")
+    users = min(128, MAX_ENROL_USERS)
+    pending = Enrolment(spec.id, ENROL_ROUNDS, users=users)
+    body = {"users": [{"invite": f"made-up-{i}", "blinded": pending.blinded[i]} for i in range(users)]}
+    r = httpx.post(f"{dep.urls['shuffler']}/v1/collections/{spec.id}/enrol", json=body, timeout=60)
+    assert r.status_code == 403, r.text
+    assert "unknown invite" in r.text
+    assert "no VOPRF work done" in r.text
+    (invite,) = dep.invites(spec.id, 1)
+    with dep.client(spec.id, invite=invite) as client:
+        assert set(client.enrol()) == set(ENROL_ROUNDS)

@@ -47,6 +47,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_admitted (collection TEXT NOT NULL, round INTEGER NOT NULL,"
     " users BIGINT NOT NULL, PRIMARY KEY (collection, round))",
     "CREATE TABLE IF NOT EXISTS shuffler_seed (id INTEGER PRIMARY KEY CHECK (id = 1), seed BYTEA NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS shuffler_pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
+    " PRIMARY KEY (collection, kind))",
 )
 _SCHEMA_LOCK = 0x5DC0_5F1E  # advisory lock: replicas starting together create the schema once
 
@@ -99,6 +101,26 @@ class PostgresShufflerStore(ShufflerStore):
                 " expires = excluded.expires",
                 (collection, json.dumps(spec), json.dumps(policy), expires),
             )
+
+    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Compare-and-set across replicas: the first document inserted is the pinned one (a
+        racing replica's insert does nothing, and both read back the same row)."""
+        with self._pool.connection() as con:
+            con.execute(
+                "INSERT INTO shuffler_pins (collection, kind, doc) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (collection, kind, json.dumps(doc)),
+            )
+            row = con.execute(
+                "SELECT doc FROM shuffler_pins WHERE collection = %s AND kind = %s", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0]))
+
+    def pinned(self, collection: str, kind: str) -> dict[str, Any] | None:
+        with self._pool.connection() as con:
+            row = con.execute(
+                "SELECT doc FROM shuffler_pins WHERE collection = %s AND kind = %s", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0])) if row else None
 
     def collections(self) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
         with self._pool.connection() as con:
@@ -158,6 +180,11 @@ class PostgresShufflerStore(ShufflerStore):
                 " ON CONFLICT DO NOTHING",
                 (collection, list(codes)),
             )
+
+    def invite_problems(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
+        with self._pool.connection() as con:
+            problems = self._invite_problems(con, collection, uses)
+        return [] if problems == ["an invite was spent meanwhile; retry"] else problems
 
     def use_invites(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
         if len({code for code, _ in uses}) != len(uses):

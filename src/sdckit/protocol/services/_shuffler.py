@@ -84,6 +84,8 @@ class Registered:
     plan: dict[str, Any] | None = None
     """The curator's signed plan as first relayed (checked with :func:`verify_plan`): pinned, so a
     plan cannot change once devices have it (in memory)."""
+    pairs_doc: dict[str, Any] | None = None
+    """The pinned pair queries as signed (what devices get from every replica)."""
     plan_hash: str | None = None
     """SHA-256 of the pinned plan's document (kept on disk instead of the plan's counts, so after
     a restart a changed plan is still refused)."""
@@ -510,36 +512,48 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def admitted(collection: str) -> int | None:
         return store.users(collection, 1) or None  # replicas: all of them (shared store)
 
+    def check_plan(reg: Registered, collection: str, doc: dict[str, Any]) -> None:
+        """The curator's signature, the spec's floors and the bound recomputed from the plan's own
+        counts (409 naming the reason, 502 for a document that is not a plan)."""
+        try:
+            plan = PublishedPlan.from_dict(verify_document(doc, owners["curator"], kind="plan", signer="curator"))
+            verify_plan(plan, reg.spec, n_users=admitted(collection))
+        except PlanRefusedError as err:
+            events.add("plan refused")
+            raise HTTPException(409, str(err)) from None
+        except (MalformedMessageError, SdcError) as err:
+            raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
+
     def pinned_plan(reg: Registered, collection: str) -> dict[str, Any]:
         """The plan devices get: the first one relayed, checked against the spec's floors and its
-        own published counts (409 naming the reason otherwise), then fixed for the collection."""
+        own published counts (409 naming the reason otherwise), then fixed for the collection.
+
+        The pin is a compare-and-set in the shared store (issue 37): every replica inserts the plan
+        it checked only if none is pinned, then serves the one the store holds, so two replicas
+        racing on two plans still pin one, and any replica serves it (the document is stored, not
+        only its hash)."""
         if reg.plan is not None:
             return reg.plan
-        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
         with pin_lock:
             if reg.plan is not None:
                 return reg.plan
-            if reg.plan_hash is None:  # replicas: another one may have pinned it meanwhile
-                reg.plan_hash = ((store.collection(collection) or ({}, {}, 0.0))[1]).get("plan_sha256")
-            if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
-                events.add("curator changed a pinned plan (refused)")
-                raise HTTPException(
-                    409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
-                )
-            try:
-                plan = PublishedPlan.from_dict(
-                    verify_document(doc, owners["curator"], kind="plan", signer="curator")
-                )
-                verify_plan(plan, reg.spec, n_users=admitted(collection))
-            except PlanRefusedError as err:
-                events.add("plan refused")
-                raise HTTPException(409, str(err)) from None
-            except (MalformedMessageError, SdcError) as err:
-                raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
-            reg.plan, reg.plan_hash = doc, document_hash(doc)
+            stored = store.pinned(collection, "plan")
+            if stored is None:
+                doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+                if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
+                    events.add("curator changed a pinned plan (refused)")
+                    raise HTTPException(
+                        409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                    )
+                check_plan(reg, collection, doc)
+                stored = store.pin(collection, "plan", doc)
+                if stored != doc:
+                    events.add("another replica pinned another plan (its plan stands)")
+            check_plan(reg, collection, stored)  # the stored one too: the store is not trusted for it
+            reg.plan, reg.plan_hash = stored, document_hash(stored)
             store.register(collection, reg.signed_spec, policy_of(reg), reg.expires - time.monotonic())
-            log.info("plan of %r pinned (%d column(s))", collection, len(plan.columns))
-        return doc
+            log.info("plan of %r pinned", collection)
+        return stored
 
     @app.get("/v1/collections/{collection}/plan", tags=["public"])
     def get_plan(collection: str) -> dict[str, Any]:
@@ -559,20 +573,17 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
     @app.get("/v1/collections/{collection}/pairs", tags=["public"])
     def get_pairs(collection: str) -> dict[str, Any]:
-        """The curator's pair queries of the middle round, signed by the curator (404 until asked;
-        relayed)."""
-        collection_of(collection)
-        return fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 1.0)
+        """The curator's pair queries of the middle round, signed by the curator (404 until asked):
+        checked (:func:`sdckit.protocol.verify_pairs`, 409 with the reason if refused) and pinned
+        like the plan, so every replica relays the same queries."""
+        reg = collection_of(collection)
+        pair_queries(reg, collection)
+        assert reg.pairs_doc is not None
+        return reg.pairs_doc
 
-    def pair_queries(reg: Registered, collection: str) -> None:
-        """Fetch and check the pair queries once (they are fixed once published)."""
-        if reg.pairs is not None:
-            return
-        doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
+    def check_pairs(reg: Registered, collection: str, doc: dict[str, Any]) -> PairQueries:
         try:
-            queries = PairQueries.from_dict(
-                verify_document(doc, owners["curator"], kind="pairs", signer="curator")
-            )
+            queries = PairQueries.from_dict(verify_document(doc, owners["curator"], kind="pairs", signer="curator"))
         except (MalformedMessageError, SdcError) as err:
             raise HTTPException(502, f"the curator's pair queries are not valid: {err}") from None
         if queries.collection != collection or not queries.queries:
@@ -582,7 +593,23 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         except PlanRefusedError as err:
             events.add("pair queries refused")
             raise HTTPException(409, str(err)) from None
-        reg.pairs = queries
+        return queries
+
+    def pair_queries(reg: Registered, collection: str) -> None:
+        """Fetch, check and pin the pair queries once (compare-and-set in the shared store, as the
+        plan: the first checked queries stand on every replica)."""
+        if reg.pairs is not None:
+            return
+        with pin_lock:
+            if reg.pairs is not None:
+                return
+            stored = store.pinned(collection, "pairs")
+            if stored is None:
+                doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
+                check_pairs(reg, collection, doc)
+                stored = store.pin(collection, "pairs", doc)
+            reg.pairs = check_pairs(reg, collection, stored)
+            reg.pairs_doc = stored
 
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
     def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
@@ -608,6 +635,14 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 f"user {twice} names an invite already named in this request: one invite is one user "
                 "(the request was refused whole; no invite was spent)",
             )
+        uses = [
+            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
+            for c, u in zip(codes, req.users, strict=False)
+        ]
+        # the invites looked up first: a made-up invite costs a lookup, never a VOPRF evaluation
+        problems = store.invite_problems(collection, uses)
+        if problems:
+            raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])} (no VOPRF work done)")
         try:  # checked before any invite is spent
             flat = Issuer.parse([b for u in req.users for b in u.blinded])
         except MalformedMessageError as err:
@@ -622,10 +657,6 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
         except MalformedMessageError as err:
             raise HTTPException(400, f"{err} (no invite was spent)") from None
-        uses = [
-            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
-            for c, u in zip(codes, req.users, strict=False)
-        ]
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
@@ -780,7 +811,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                         409, f"the {role}'s key is not the one the spec of {collection!r} pins: refused"
                     )
         if old is not None:
-            reg.plan, reg.plan_hash, reg.pairs = old.plan, old.plan_hash, old.pairs
+            reg.plan, reg.plan_hash, reg.pairs, reg.pairs_doc = old.plan, old.plan_hash, old.pairs, old.pairs_doc
         policy = policy_of(reg)
         store.register(collection, signed, policy, remaining)
         registry[collection] = reg

@@ -89,6 +89,8 @@ class ShufflerStore(_Store):
         " PRIMARY KEY (collection, code)) WITHOUT ROWID",
         "CREATE TABLE IF NOT EXISTS spent (collection TEXT NOT NULL, round INTEGER NOT NULL, id BLOB NOT NULL,"
         " body BLOB NOT NULL, PRIMARY KEY (collection, round, id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
+        " PRIMARY KEY (collection, kind)) WITHOUT ROWID",
     )
     _STAT_KEYS = (
         "received",
@@ -106,6 +108,28 @@ class ShufflerStore(_Store):
         cur.execute("INSERT OR IGNORE INTO stats (collection, round) VALUES (?, ?)", (collection, round_))
 
     # ------------------------------------------------------------------------------ collections
+
+    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Compare-and-set: store ``doc`` as the collection's pinned ``kind`` (``plan``, ``pairs``)
+        unless one is pinned already, and return the pinned one (the first written wins, on every
+        replica sharing the store; the document itself, so any replica can serve it)."""
+        with self.tx() as cur:
+            cur.execute(
+                "INSERT INTO pins (collection, kind, doc) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (collection, kind, json.dumps(doc)),
+            )
+            row = cur.execute(
+                "SELECT doc FROM pins WHERE collection = ? AND kind = ?", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0]))
+
+    def pinned(self, collection: str, kind: str) -> dict[str, Any] | None:
+        """The pinned ``kind`` of the collection, None if none is."""
+        with self._lock:
+            row = self._con.execute(
+                "SELECT doc FROM pins WHERE collection = ? AND kind = ?", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0])) if row else None
 
     def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
         """Store a registration; ``expires`` is the seconds it has left (running time)."""
@@ -172,6 +196,21 @@ class ShufflerStore(_Store):
                 "INSERT OR IGNORE INTO invites (collection, code) VALUES (?, ?)",
                 [(collection, c) for c in codes],
             )
+
+    def invite_problems(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
+        """What :meth:`use_invites` would refuse, spending nothing: looked up before any VOPRF
+        work, so made-up invites cost a lookup, not an evaluation (issue 37)."""
+        problems: list[str] = []
+        with self._lock:
+            for i, (code, req) in enumerate(uses):
+                row = self._con.execute(
+                    "SELECT used FROM invites WHERE collection = ? AND code = ?", (collection, code)
+                ).fetchone()
+                if row is None:
+                    problems.append(f"user {i}: unknown invite")
+                elif row[0] is not None and row[0] != req:
+                    problems.append(f"user {i}: invite already used")
+        return problems
 
     def use_invites(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
         """Spend invites (code hash, request hash), all or none. Returns the problems (empty: spent).
