@@ -158,3 +158,66 @@ def test_enrolment_looks_invites_up_before_any_voprf_work(dep: LocalDeployment) 
     (invite,) = dep.invites(spec.id, 1)
     with dep.client(spec.id, invite=invite) as client:
         assert set(client.enrol()) == set(ENROL_ROUNDS)
+
+
+def test_one_misnamer_at_300_users_gets_a_stated_reason_and_the_round_held(
+    dep: LocalDeployment, adult: Any
+) -> None:
+    """Issue 37: one participant naming every message ``age`` at 300 users, k 5, budget 0.05. Its
+    D = 6 moved messages cost k D / n = 0.1 > 0.05, so nothing can be released; the plan now
+    states that reason for every feature, the device refuses to send saying it, and the shuffler
+    holds round 2 (409) instead of taking rows for an empty plan."""
+    import secrets
+
+    from sdckit.protocol import PlanRefusedError, info_label, pack_batch, pack_feature, seal
+    from sdckit.protocol._planning import HELD_REASON
+
+    features = ("age", "sex", "race", "marital-status")
+    rows = list(adult.head(300).select(features).rows(named=True))
+    spec = CollectionSpec(id="misnamer300", features=features, max_budget=0.05, min_k=5)
+    dep.create(spec, enrolment="open")
+    url = f"{dep.urls['shuffler']}/v1/collections/{spec.id}/rounds/1/messages"
+    head = {"content-type": "application/octet-stream"}
+    with dep.client(spec.id) as device, httpx.Client(timeout=60) as http:
+        user = device.user()
+        for row in rows[:-1]:
+            assert http.post(url, content=pack_batch(user.round1(row)), headers=head).status_code == 202
+        cheat = [
+            seal(
+                user.shuffler_key,
+                seal(
+                    user.curator_key,
+                    pack_feature("age", 20 + i, secrets.token_bytes(16), spec.round1_pad),
+                    info_label(spec.id, 1, "curator"),
+                ),
+                info_label(spec.id, 1, "shuffler"),
+            )
+            for i in range(len(features))
+        ]
+        assert http.post(url, content=pack_batch(cheat), headers=head).status_code == 202
+        with dep.admin() as admin:
+            admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/{spec.id}/rounds/1/flush")
+            cu = dep.urls["curator"]
+            from .conftest import wait_until
+
+            wait_until(lambda: admin.get(f"{cu}/admin/v1/collections/{spec.id}/tally").json()["accepted"] == 1200)
+            r = admin.post(f"{cu}/admin/v1/collections/{spec.id}/plan", json={"k": 5, "budget": 0.05})
+        assert r.status_code == 200, r.text
+        plan = r.json()
+        if plan["columns"]:  # a non-empty plan meets the issue too: within budget, allowance counted
+            assert plan["evidence"]["moved"] == 6
+            assert 5 * 6 / 300 <= plan["bound"] <= 0.05
+        else:  # an empty one must say why, and the round is held
+            assert set(plan["excluded"]) == set(features)
+            assert all(HELD_REASON in why for why in plan["excluded"].values())
+            assert plan["evidence"]["moved"] == 6
+            with pytest.raises(PlanRefusedError, match=r"releases no column.*misnamed"):
+                device.send_round2(rows[0])
+            r2 = http.post(
+                url.replace("rounds/1", "rounds/2"),
+                content=pack_batch([user.round2(rows[0], device.plan())]),
+                headers=head,
+            )
+            assert r2.status_code == 409, r2.text
+            assert "held" in r2.text
+            assert HELD_REASON in r2.text

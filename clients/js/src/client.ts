@@ -466,6 +466,11 @@ export class Client {
     const p = plan ?? (await this.plan());
     if (p === null) throw new ProtocolError(`no plan is published yet for ${JSON.stringify(this.collection)}; wait for the curator`);
     checkPlan(p as unknown as JsonObject, await this.spec());
+    if (p.columns.length === 0) {
+      // nothing to release: the shuffler holds the round; say why (the plan's stated reasons)
+      const reasons = [...new Set(Object.values((p["excluded"] ?? {}) as Record<string, string>))].sort().join("; ");
+      throw new PlanRefusedError(`the plan of ${JSON.stringify(this.collection)} releases no column (${reasons || String(p["method"])}); nothing is sent`);
+    }
     return this.submit(2, [await this.round2(row, p)]);
   }
 }

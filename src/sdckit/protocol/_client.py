@@ -323,6 +323,9 @@ class Client:
         if plan is None:
             raise ProtocolError(f"no plan is published yet for {self.collection!r}; wait for the curator")
         verify_plan(plan, self.spec())  # also a plan given by the caller: nothing is sent for a refused one
+        if not plan.columns:  # nothing to release: the shuffler holds the round; say why
+            reasons = "; ".join(sorted(set(plan.excluded.values()))) or plan.method
+            raise PlanRefusedError(f"the plan of {self.collection!r} releases no column ({reasons}); nothing is sent")
         return self.submit(2, [self.user().round2(row, plan)])
 
 

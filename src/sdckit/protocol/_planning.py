@@ -601,6 +601,11 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     return min(1.0, total)
 
 
+HELD_REASON = "misnamed or missing round-1 messages"
+"""Start of the reason an empty plan states when misnamed or missing messages took its budget
+(:func:`_allowance_plan`); the shuffler holds round 2 on such a plan."""
+
+
 def _allowance_plan(
     adjusted: Mapping[str, Mapping[str, int]], moved: int, *, budget: float, k: int, **rest: Any
 ) -> PublishedPlan:
@@ -610,6 +615,9 @@ def _allowance_plan(
     allowance = min(1.0, k * moved / n) if n else 1.0
     why = f"{moved} message(s) named the wrong feature or were missing (allowance k D/n = {allowance:.4g})"
     if allowance >= budget:
+        # issue 37: an empty plan states why, per feature, so devices and operators see it; the
+        # shuffler holds round 2 on a plan that releases nothing (HELD_REASON in its evidence)
+        reason = f"{HELD_REASON}: {why} takes the whole budget {budget:g}"
         return PublishedPlan(
             collection=rest["collection"],
             columns=(),
@@ -618,10 +626,19 @@ def _allowance_plan(
             bound=0.0,
             method=f"nothing released: {why} takes the whole budget",
             n_round1=n,
+            excluded=dict.fromkeys(adjusted, reason),
+            evidence={"n": n, "moved": moved, "held": reason},
         )
     plan = decide_plan(adjusted, budget=budget - allowance, k=k, n_users=n, **rest)
     if not plan.columns:
-        return replace(plan, budget=float(budget), method=f"{plan.method}; within budget - k D/n ({why})")
+        reason = f"{HELD_REASON}: nothing fits within budget - k D/n ({why})"
+        return replace(
+            plan,
+            budget=float(budget),
+            method=f"{plan.method}; within budget - k D/n ({why})",
+            excluded={f: f"{plan.excluded.get(f, 'left out')}; {reason}" for f in adjusted},
+            evidence={"n": n, "moved": moved, "held": reason},
+        )
     return replace(
         plan,
         budget=float(budget),

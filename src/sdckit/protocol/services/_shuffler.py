@@ -752,6 +752,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             )
         if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
             await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: no junk to the curator)
+        if round_ == 2 and reg.plan is not None and not reg.plan.get("document", {}).get("columns"):
+            held = reg.plan["document"].get("evidence", {}).get("held") or "the plan releases no column"
+            events.add("round 2 held (empty plan)")
+            return answer(h, 409, {"detail": f"round 2 of {collection!r} is held: {held}"})
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
