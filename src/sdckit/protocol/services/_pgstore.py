@@ -50,6 +50,8 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
     " PRIMARY KEY (collection, kind))",
 )
+POOL_WAIT_SECONDS = 5.0
+"""Seconds a request waits for a store connection before it is answered 503 (Retry-After)."""
 _SCHEMA_LOCK = 0x5DC0_5F1E  # advisory lock: replicas starting together create the schema once
 
 
@@ -75,7 +77,22 @@ class PostgresShufflerStore(ShufflerStore):
                 f"cannot reach the PostgreSQL store ({where}): {str(err).strip().splitlines()[0]}; "
                 "check `store` (postgresql://user@host:port/database) and that the server runs"
             ) from None
-        self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=30.0)
+        # a short wait for a connection and a check on checkout: when PostgreSQL is lost a request
+        # fails within seconds (503 with Retry-After, not a hang), and after it is back the broken
+        # connections are replaced instead of failing one request each (issue 37)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            timeout=POOL_WAIT_SECONDS,
+            check=ConnectionPool.check_connection,
+        )
+        self.unavailable: tuple[type[Exception], ...] = (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            require("psycopg_pool", extra="protocol", what="store: postgresql://...").PoolTimeout,
+        )
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as err:
@@ -90,6 +107,15 @@ class PostgresShufflerStore(ShufflerStore):
     def close(self) -> None:
         self._pool.close()
         super().close()
+
+    def problem(self) -> str | None:
+        """None while the shared store answers; else what is wrong (``/healthz`` says it)."""
+        try:
+            with self._pool.connection(timeout=2.0) as con:
+                con.execute("SELECT 1")
+        except self.unavailable as err:
+            return f"the PostgreSQL store is unreachable ({type(err).__name__})"
+        return None
 
     # ------------------------------------------------------------------------------ collections
 
@@ -267,6 +293,9 @@ class PostgresShufflerStore(ShufflerStore):
         pooled and count the users admitted (shared), in that order (see the module docstring)."""
         if spend:
             self._spend(collection, round_, spend, body)
+        else:  # an open collection: reach PostgreSQL before pooling, so an outage pools nothing (503)
+            with self._pool.connection() as con:
+                con.execute("SELECT 1")
         new = super().add(collection, round_, inner, users=users)
         with self._pool.connection() as con:
             if spend:

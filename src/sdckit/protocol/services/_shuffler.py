@@ -47,6 +47,7 @@ from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
     BATCH_MEDIA,
+    RETRY_AFTER_SECONDS,
     EventCounter,
     base_app,
     bearer,
@@ -427,7 +428,20 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         relay_http.close()
         store.close()
 
-    app = base_app(cfg, key, "sdckit shuffler", lifespan)
+    app = base_app(cfg, key, "sdckit shuffler", lifespan, problem=store.problem)
+
+    async def store_lost(_: Request, err: Exception) -> JSONResponse:
+        """The shared store is unreachable: 503 with Retry-After (devices retry), never a 500 or
+        a hang; nothing was acknowledged, so nothing is lost."""
+        events.add("store unreachable (503)")
+        return JSONResponse(
+            {"detail": f"the shuffler's store is unreachable ({type(err).__name__}); retry later"},
+            status_code=503,
+            headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for exc in store.unavailable:
+        app.add_exception_handler(exc, store_lost)
     admin = Depends(bearer(cfg.admin_token, "admin"))
 
     missing: OrderedDict[str, float] = OrderedDict()  # recent misses: unknown ids cost one lookup a second

@@ -109,6 +109,13 @@ class ShufflerStore(_Store):
 
     # ------------------------------------------------------------------------------ collections
 
+    unavailable: tuple[type[Exception], ...] = ()
+    """Exceptions meaning the store cannot be reached (none for the embedded SQLite file)."""
+
+    def problem(self) -> str | None:
+        """None while the store answers (the embedded SQLite file always does)."""
+        return None
+
     def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
         """Compare-and-set: store ``doc`` as the collection's pinned ``kind`` (``plan``, ``pairs``)
         unless one is pinned already, and return the pinned one (the first written wins, on every
