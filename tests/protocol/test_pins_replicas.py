@@ -117,3 +117,66 @@ def test_two_replicas_racing_the_pin_serve_one_plan_and_reject_no_acknowledged_r
     assert acknowledged == n
     assert tally["accepted"] == n
     assert tally["rejected"] == 0  # 0 rows rejected after acknowledgement
+
+
+def test_the_same_body_sent_to_two_replicas_at_once_is_pooled_once(tmp_path: Path, postgres_url: str) -> None:
+    """Issue 37: a device's body sent to two replicas at the same instant was pooled by both (the
+    curator dropped the duplicates). Now the replica that did not spend it answers 503 while the
+    other pools it, and the retry finds it pooled: each body is pooled once, at one replica."""
+    from sdckit.protocol import pack_batch
+    from sdckit.protocol._client import credential_header
+    from sdckit.protocol._enrol import ENROL_ROUNDS, Enrolment
+
+    users = 16
+    spec = CollectionSpec(id="twice-at-once", features=("f",), round1_pad=64, round2_pad=128)
+    with LocalDeployment(tmp_path, replicas=2, store=postgres_url, batch_threshold=1000) as dep:
+        dep.create(spec)
+        a, b = (dep.urls[s] for s in dep.shufflers)
+        with dep.client(spec.id) as device:
+            terms = device._collection()[1]
+            user = device.user()
+        invites = dep.invites(spec.id, users)
+        pending = Enrolment(spec.id, ENROL_ROUNDS[:1], users=users)
+        r = httpx.post(
+            f"{a}/v1/collections/{spec.id}/enrol",
+            json={"users": [{"invite": i, "blinded": bl} for i, bl in zip(invites, pending.blinded, strict=True)]},
+            timeout=60,
+        )
+        assert r.status_code == 200, r.text
+        creds = pending.finish(r.json()["evaluated"], terms["issuer_keys"])
+        path = f"/v1/collections/{spec.id}/rounds/1/messages"
+        answers: list[int] = []
+        with httpx.Client(timeout=30) as http:
+            for i in range(users):
+                body = pack_batch(user.round1({"f": f"v{i}"}))
+                head = {"content-type": "application/octet-stream", **credential_header([creds[i][1]])}
+                barrier = threading.Barrier(2)
+                got: list[httpx.Response] = []
+
+                def send(
+                    url: str,
+                    body: bytes = body,
+                    head: dict[str, str] = head,
+                    barrier: threading.Barrier = barrier,
+                    got: list[httpx.Response] = got,
+                ) -> None:
+                    barrier.wait()
+                    got.append(http.post(url + path, content=body, headers=head))
+
+                ts = [threading.Thread(target=send, args=(u,)) for u in (a, b)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                answers += [g.status_code for g in got]
+                for g in got:
+                    if g.status_code == 503:  # the retry, as a device would
+                        time.sleep(float(g.headers.get("retry-after", "1")))
+                        again = http.post(a + path, content=body, headers=head)
+                        assert again.status_code == 202, again.text
+                        assert again.json()["new"] == 0
+                    else:
+                        assert g.status_code == 202, g.text
+        with dep.admin() as admin:
+            pooled = [admin.get(f"{u}/admin/v1/collections/{spec.id}/rounds/1").json()["pooled"] for u in (a, b)]
+    assert sum(pooled) == users, (pooled, answers)  # each body pooled once

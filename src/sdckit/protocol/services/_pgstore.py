@@ -32,7 +32,7 @@ from typing import Any
 
 from sdckit._io._optional import require
 from sdckit.errors import ConfigError
-from sdckit.protocol.services._store import ShufflerStore
+from sdckit.protocol.services._store import PoolingElsewhereError, ShufflerStore
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_collections (id TEXT PRIMARY KEY, spec TEXT NOT NULL,"
@@ -47,9 +47,15 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_admitted (collection TEXT NOT NULL, round INTEGER NOT NULL,"
     " users BIGINT NOT NULL, PRIMARY KEY (collection, round))",
     "CREATE TABLE IF NOT EXISTS shuffler_seed (id INTEGER PRIMARY KEY CHECK (id = 1), seed BYTEA NOT NULL)",
+    # when a replica took up pooling a spent body: another replica seeing the same body within
+    # CLAIM_SECONDS answers 503 instead of pooling it a second time (issue 37)
+    "ALTER TABLE shuffler_spent ADD COLUMN IF NOT EXISTS claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()",
     "CREATE TABLE IF NOT EXISTS shuffler_pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
     " PRIMARY KEY (collection, kind))",
 )
+CLAIM_SECONDS = 5.0
+"""Seconds a replica's claim to pool a spent body holds: past it, a retry of a body never marked
+pooled (its replica crashed before the mark) is pooled by the replica it reaches."""
 POOL_WAIT_SECONDS = 5.0
 """Seconds a request waits for a store connection before it is answered 503 (Retry-After)."""
 _SCHEMA_LOCK = 0x5DC0_5F1E  # advisory lock: replicas starting together create the schema once
@@ -275,9 +281,22 @@ class PostgresShufflerStore(ShufflerStore):
             return
         except self._errors.UniqueViolation:
             pass
-        if self.spent_status(collection, round_, ids, body) == "used":
+        status = self.spent_status(collection, round_, ids, body)
+        if status == "used":
             raise KeyError("credential already spent")
-        # all spent by this body: a retry; a partial overlap cannot pass spent_status
+        if status == "replay":  # pooled meanwhile by the replica that spent it: not again
+            raise PoolingElsewhereError(collection)
+        # all spent by this body and not marked pooled: a retry after a crash, or another replica
+        # pooling it right now. Take it up only when no replica did within CLAIM_SECONDS
+        # (compare-and-set on claimed_at), so the same body sent to two replicas is pooled once
+        with self._pool.connection() as con:
+            cur = con.execute(
+                "UPDATE shuffler_spent SET claimed_at = now() WHERE collection = %s AND round = %s"
+                " AND id = ANY(%s) AND NOT pooled AND claimed_at < now() - make_interval(secs => %s)",
+                (collection, round_, list(ids), CLAIM_SECONDS),
+            )
+            if cur.rowcount != len(ids):
+                raise PoolingElsewhereError(collection)
 
     def add(
         self,

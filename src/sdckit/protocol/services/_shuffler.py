@@ -59,7 +59,7 @@ from sdckit.protocol.services._common import (
 )
 from sdckit.protocol.services._config import ServiceConfig
 from sdckit.protocol.services._pgstore import open_shuffler_store
-from sdckit.protocol.services._store import ShufflerStore
+from sdckit.protocol.services._store import PoolingElsewhereError, ShufflerStore
 
 CREDENTIAL_HEADER = "sdckit-credential"
 """Request header of a token-enrolled submission: one credential per user, comma-separated."""
@@ -790,6 +790,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             )
         except KeyError:
             return answer(h, 409, {"detail": "a credential was already used in this round"})
+        except PoolingElsewhereError:  # not cached in `recent`: the retry must find it pooled
+            return JSONResponse(
+                {"detail": "this submission is being pooled by another replica; retry"},
+                status_code=503,
+                headers={"retry-after": "1"},
+            )
         return answer(h, 202, {"accepted": len(inner), "new": new, "users": users})
 
     # ------------------------------------------------------------------------------- admin routes

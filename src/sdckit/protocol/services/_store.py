@@ -65,6 +65,12 @@ class _Store:
             self._con.close()
 
 
+class PoolingElsewhereError(Exception):
+    """The same body is being pooled by another replica right now (its spend is fresh and not yet
+    marked pooled): answered 503 with Retry-After, so the retry finds it pooled (202, not pooled
+    again)."""
+
+
 class ShufflerStore(_Store):
     """The shuffler's state: registered collections, invites, spent credentials (hashes of their
     nonces), and the pool of stripped (inner) ciphertexts keyed by their SHA-256, per round.
