@@ -17,7 +17,7 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from sdckit.protocol import Client, CollectionSpec, PrivateKey, UnpinnedSpecError
+from sdckit.protocol import Client, CollectionSpec, PrivateKey, UnpinnedSpecError, pack_batch
 from sdckit.protocol._signing import sign_document, verify_key_to_text
 from sdckit.protocol.services._launch import LocalDeployment
 
@@ -221,3 +221,44 @@ def test_one_misnamer_at_300_users_gets_a_stated_reason_and_the_round_held(
             assert r2.status_code == 409, r2.text
             assert "held" in r2.text
             assert HELD_REASON in r2.text
+
+
+def test_a_row_sealed_for_another_plan_fails_at_the_shuffler_before_its_credential_is_spent(
+    dep: LocalDeployment, adult_rows: list[dict[str, Any]]
+) -> None:
+    """Issue 37: the pinned plan's hash is in round 2's outer HPKE label. A row sealed for another
+    plan does not open at the shuffler (400), and the credential it carried is still good for the
+    row on the pinned plan (202)."""
+    from dataclasses import replace
+
+    from sdckit.protocol._client import credential_header
+
+    from .conftest import wait_until
+
+    spec = CollectionSpec(id="bound-plan", features=FEATURES, max_budget=0.5)
+    dep.create(spec, enrolment="tokens")
+    rows = adult_rows[:12]
+    clients = [dep.client(spec.id, invite=i) for i in dep.invites(spec.id, len(rows))]
+    for c, row in zip(clients, rows, strict=True):
+        c.send_round1(row)
+    with dep.admin() as admin:
+        admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/{spec.id}/rounds/1/flush")
+        cu = dep.urls["curator"]
+        wait_until(
+            lambda: admin.get(f"{cu}/admin/v1/collections/{spec.id}/tally").json()["accepted"]
+            == len(rows) * len(FEATURES)
+        )
+        admin.post(f"{cu}/admin/v1/collections/{spec.id}/plan", json={"k": 2, "budget": 0.5}).raise_for_status()
+    device = clients[0]
+    pinned = device.plan()
+    assert pinned is not None
+    assert pinned.columns
+    other = replace(pinned, bound=min(pinned.budget, pinned.bound + 0.01))  # any other plan document
+    url = f"{dep.urls['shuffler']}/v1/collections/{spec.id}/rounds/2/messages"
+    head = {"content-type": "application/octet-stream", **credential_header([device.credentials[2]])}
+    r = httpx.post(url, content=pack_batch([device.user().round2(rows[0], other)]), headers=head)
+    assert r.status_code == 400, r.text
+    r = httpx.post(url, content=pack_batch([device.user().round2(rows[0], pinned)]), headers=head)
+    assert r.status_code == 202, r.text  # the credential was not spent by the refused row
+    for c in clients:
+        c.close()

@@ -449,7 +449,7 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
                     _feature_plain(b, pad=spec.round2_pad, kind=2),
                     info_label(CID, 2, "analyst"),
                 ),
-                info_label(CID, 2, "shuffler"),
+                info_label(CID, 2, "shuffler", plan_sha256=published.sha256()),  # the pinned plan's
             )
             for b in POISON_ROUND2
         ]

@@ -4,12 +4,12 @@
  * the shuffler and signed by their owners, whose Ed25519 verification keys the device pins.
  */
 
-import { randomBytes } from "./bytes.js";
+import { randomBytes, toHex } from "./bytes.js";
 import { Credential, ENROL_ROUNDS, Enrolment } from "./enrol.js";
 import { verifyPairsBound, verifyPlanBound } from "./bounds.js";
 import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError, UnpinnedSpecError } from "./errors.js";
 import { PublicKey, type Recipient, infoLabel, seal } from "./hpke.js";
-import { type Json, type JsonObject, verifyDocument, verifyKeyFromText } from "./signing.js";
+import { type Json, type JsonObject, canonicalJson, verifyDocument, verifyKeyFromText } from "./signing.js";
 import { REDACTED, type Value, decodeValue, encodeValue } from "./values.js";
 import { KIND_PAIR, SALT_LENGTH, packBatch, packFeature, packRow } from "./wire.js";
 
@@ -189,6 +189,21 @@ export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
   if (!ok) throw new MalformedMessageError("not published pair queries");
   verifyPairsBound(q as unknown as Record<string, unknown>, spec);
   return q;
+}
+
+/**
+ * SHA-256 (hex) of the plan's canonical JSON as the curator signed it (the Python
+ * ``PublishedPlan.sha256``): the SDK's defaults left out (``recodings`` and ``evidence`` are
+ * absent from a signed plan that has none). Bound into round 2's outer HPKE ``info``.
+ */
+export async function planSha256(plan: PublishedPlan): Promise<string> {
+  const doc: Record<string, unknown> = { ...plan };
+  for (const key of ["recodings", "evidence"]) {
+    const v = doc[key];
+    if (v === undefined || (isObject(v) && Object.keys(v).length === 0)) delete doc[key];
+  }
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", canonicalJson(doc) as BufferSource);
+  return toHex(new Uint8Array(digest));
 }
 
 /** The value a user sends for ``column`` under ``plan``'s recoding (REDACTED outside the mapping). */
@@ -392,10 +407,10 @@ export class Client {
     return (await r.json()) as Record<string, unknown>;
   }
 
-  private async doubleSeal(round: number, inner: Recipient, plain: Uint8Array): Promise<Uint8Array> {
+  private async doubleSeal(round: number, inner: Recipient, plain: Uint8Array, planSha256?: string): Promise<Uint8Array> {
     const [innerKey, shufflerKey] = await Promise.all([this.publicKey(inner), this.publicKey("shuffler")]);
     const sealed = await seal(innerKey, plain, infoLabel(this.collection, round, inner));
-    return seal(shufflerKey, sealed, infoLabel(this.collection, round, "shuffler"));
+    return seal(shufflerKey, sealed, infoLabel(this.collection, round, "shuffler", planSha256));
   }
 
   /** Round 1's messages: one doubly sealed message per feature of the collection, in feature order. */
@@ -458,7 +473,7 @@ export class Client {
       if (encodeValue(values[rule.feature]!) === rule.value_key || coin(rule.probability)) values[rule.feature] = REDACTED;
     }
     const plain = packRow(plan.columns, plan.columns.map((c) => values[c]!), randomBytes(SALT_LENGTH), spec.round2_pad);
-    return this.doubleSeal(2, "analyst", plain);
+    return this.doubleSeal(2, "analyst", plain, await planSha256(plan));
   }
 
   /** Seal and send round 2 (fetches the plan when not given; nothing is sent for a refused plan). */

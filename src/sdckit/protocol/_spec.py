@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -10,6 +11,7 @@ from typing import Any, Literal, TypeAlias
 
 from sdckit.errors import ConfigError, ParameterError, ProtocolError, SdcError
 from sdckit.protocol._crypto import SuiteName, check_suite
+from sdckit.protocol._signing import canonical_json
 from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
 Setting: TypeAlias = Literal["fixed", "statistical"]
@@ -216,6 +218,11 @@ class PublishedPlan:
             return value
         label = mapping.get(encode_value(value))
         return REDACTED if label is None else decode_value(label)
+
+    def sha256(self) -> str:
+        """SHA-256 (hex) of the plan's canonical JSON (RFC 8785) as signed: bound into round 2's
+        outer HPKE ``info`` (:func:`~sdckit.protocol.info_label`)."""
+        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

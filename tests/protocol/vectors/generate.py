@@ -240,8 +240,9 @@ def build() -> dict[str, Any]:
     # each round's message on the wire: Enc(shuffler, Enc(inner recipient, plaintext)), then a batch
     def double(round_: int, inner: str, plain: bytes) -> str:
         sealed = seal(keys[inner][0].public_key(), plain, info_label(COLLECTION, round_, inner))  # type: ignore[arg-type]
+        bound = plan.sha256() if round_ == 2 else None  # round 2: the plan's hash in the outer label
         return seal(
-            keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler")
+            keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler", plan_sha256=bound)
         ).hex()
 
     rounds = [
@@ -251,7 +252,10 @@ def build() -> dict[str, Any]:
     ]
     for r in rounds:
         r["sealed"] = double(r["round"], r["inner"], bytes.fromhex(r["plaintext"]))
-        r["info_outer"] = info_label(COLLECTION, r["round"], "shuffler").decode()
+        bound = plan.sha256() if r["round"] == 2 else None
+        if bound is not None:
+            r["plan_sha256"] = bound
+        r["info_outer"] = info_label(COLLECTION, r["round"], "shuffler", plan_sha256=bound).decode()
         r["info_inner"] = info_label(COLLECTION, r["round"], r["inner"]).decode()  # type: ignore[arg-type]
     batch = [bytes.fromhex("00ff"), b"", bytes(range(5))]
     credentials = []

@@ -780,7 +780,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             # "retry" (replicas): spent by this very body but not known pooled (a crash between
             # the two commits): pooled again below, never lost
         # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
-        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
+        # round 2: the pinned plan's hash is in the outer label, so a row sealed for another plan
+        # does not open: refused here, before its credential is spent
+        bound = reg.plan_hash if round_ == 2 else None
+        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_, bound)
         if error is not None:
             await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
@@ -915,13 +918,13 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
 
 def _strip_all(
-    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int
+    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int, plan_sha256: str | None = None
 ) -> tuple[list[bytes], str | None]:
     """Strip every message, stopping at the first that does not open (then: what went wrong)."""
     inner = []
     for i, m in enumerate(outer):
         try:
-            inner.append(shuffler.strip(m, collection, round_))
+            inner.append(shuffler.strip(m, collection, round_, plan_sha256=plan_sha256))
         except MalformedMessageError as err:
             return inner, f"message {i} of {len(outer)}: {err}"
     return inner, None
