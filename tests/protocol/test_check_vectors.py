@@ -32,6 +32,8 @@ VEC = json.loads((HERE / "checks-v1.json").read_text())
 sys.path.insert(0, str(HERE))
 from generate_checks import brute_bound, decoy_allowance  # noqa: E402
 
+from sdckit.protocol._planning import check_own_values  # noqa: E402
+
 
 def _ids(cases: list[dict[str, Any]]) -> list[str]:
     return [c["name"] for c in cases]
@@ -75,6 +77,16 @@ def test_pair_vectors(case: dict[str, Any]) -> None:
         return
     got = verify_pairs(PairQueries.from_dict(case["pairs"]), spec)
     assert got == pytest.approx(case["bound"], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("case", VEC["own_values"], ids=_ids(VEC["own_values"]))
+def test_own_value_vectors(case: dict[str, Any]) -> None:
+    plan = PublishedPlan.from_dict(case["plan"])
+    if case["refused"]:
+        with pytest.raises(PlanRefusedError, match=case["refused"]):
+            check_own_values(plan, case["row"])
+    else:
+        check_own_values(plan, case["row"])
 
 
 @pytest.mark.parametrize("case", VEC["specs"], ids=[",".join(s["unpinned"]) or "all" for s in VEC["specs"]])

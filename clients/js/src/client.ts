@@ -206,6 +206,26 @@ export async function planSha256(plan: PublishedPlan): Promise<string> {
   return toHex(new Uint8Array(digest));
 }
 
+/**
+ * Refuse a plan whose published counts do not list this user's own value of an unrecoded planned
+ * column (the Python ``check_own_values``): in the fixed setting every value sent raw was counted,
+ * so counts that leave it out are not the counts of the users the plan is sent to. A value a
+ * redaction rule sends redacted passes; the statistical setting is not checked.
+ */
+export function checkOwnValues(plan: PublishedPlan, row: Row): void {
+  if ((plan.setting ?? "fixed") !== "fixed" || plan.columns.length === 0) return;
+  const ev = plan["evidence"];
+  const counts = isObject(ev) && isObject(ev["counts"]) ? (ev["counts"] as Record<string, unknown>) : {};
+  for (const c of plan.columns) {
+    if (Object.hasOwn(plan.recodings ?? {}, c) || !(c in row)) continue;
+    const key = encodeValue(row[c]!);
+    const listed = counts[c];
+    if (isObject(listed) && Object.hasOwn(listed, key)) continue;
+    if ((plan.redactions ?? []).some((r) => r.feature === c && r.value_key === key)) continue;
+    refuse("plan", plan.collection, `its published counts of ${JSON.stringify(c)} do not list this device's own value, so they are not the counts of the users it is sent to`);
+  }
+}
+
 /** The value a user sends for ``column`` under ``plan``'s recoding (REDACTED outside the mapping). */
 export function generalise(plan: PublishedPlan, column: string, value: Value): Value {
   const mapping = plan.recodings[column];
@@ -481,6 +501,7 @@ export class Client {
     const p = plan ?? (await this.plan());
     if (p === null) throw new ProtocolError(`no plan is published yet for ${JSON.stringify(this.collection)}; wait for the curator`);
     checkPlan(p as unknown as JsonObject, await this.spec());
+    checkOwnValues(p, row);
     if (p.columns.length === 0) {
       // nothing to release: the shuffler holds the round; say why (the plan's stated reasons)
       const reasons = [...new Set(Object.values((p["excluded"] ?? {}) as Record<string, string>))].sort().join("; ");

@@ -96,3 +96,27 @@ test("the exact minimum: a brute force over every sacrifice vector agrees on ran
     assert.ok(got >= best * (1 - 1e-12) && close(got, best), `${JSON.stringify(cols)} n=${n} k=${k}: ${got} vs ${best}`);
   }
 });
+
+for (const c of vec.own_values) {
+  test(`own value: ${c.name}`, () => {
+    const plan = { redactions: [], recodings: {}, setting: "fixed", ...c.plan };
+    if (c.refused) {
+      assert.throws(() => sdk.checkOwnValues(plan, c.row), (e) => e instanceof sdk.PlanRefusedError && e.message.includes(c.refused));
+    } else {
+      sdk.checkOwnValues(plan, c.row);
+    }
+  });
+}
+
+test("the lying plan of issue 37 (one value per column): a device whose value it leaves out sends nothing", async () => {
+  const lying = vec.own_values.find((c) => c.name === "lying plan, another age");
+  const posts = [];
+  const fetch = async (url, init = {}) => {
+    if ((init.method ?? "GET") === "POST") posts.push(url);
+    return new Response("{}", { status: 404 });
+  };
+  const client = new sdk.Client({ shufflerUrl: "http://s", collection: "checks", curatorVerifyKey: vec.verify_key, fetch, retryWindowMs: 0 });
+  client.spec = async () => ({ id: "checks", features: ["age", "sex"], min_k: 2, max_budget: 0.5, setting: "fixed", bound_method: "best", keys: {} });
+  await assert.rejects(client.sendRound2(lying.row, lying.plan), /do not list this device's own value/);
+  assert.equal(posts.length, 0);
+});

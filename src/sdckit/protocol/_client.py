@@ -17,7 +17,7 @@ import httpx
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
-from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._planning import check_own_values, verify_pairs, verify_plan
 from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import encode_value, pack_batch
@@ -323,6 +323,7 @@ class Client:
         if plan is None:
             raise ProtocolError(f"no plan is published yet for {self.collection!r}; wait for the curator")
         verify_plan(plan, self.spec())  # also a plan given by the caller: nothing is sent for a refused one
+        check_own_values(plan, row)  # counts that leave this device's own value out are not its users'
         if not plan.columns:  # nothing to release: the shuffler holds the round; say why
             reasons = "; ".join(sorted(set(plan.excluded.values()))) or plan.method
             raise PlanRefusedError(f"the plan of {self.collection!r} releases no column ({reasons}); nothing is sent")

@@ -555,6 +555,35 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     return bound
 
 
+def check_own_values(plan: PublishedPlan, row: Mapping[str, Any]) -> None:
+    """Refuse (:class:`~sdckit.protocol.PlanRefusedError`) a plan whose published counts do not
+    list this user's own value of an unrecoded planned column (issue 37).
+
+    In the fixed setting the round-2 users are the round-1 users, so every value a user sends raw
+    was counted: counts that leave it out are not the counts of the users the plan is sent to (a
+    curator claiming one value per column to pass the bound check). A value one of the plan's
+    redaction rules sends redacted, and a recoded column (the recoding redacts a value it does not
+    list), are sent without revealing it and pass. The statistical setting samples other users, so
+    it is not checked there. The message does not repeat the value.
+    """
+    if plan.setting != "fixed" or not plan.columns:
+        return
+    counts = plan.evidence.get("counts") if isinstance(plan.evidence, Mapping) else None
+    for c in plan.columns:
+        if c in plan.recodings or c not in row:
+            continue
+        key = encode_value(row[c])
+        listed = counts.get(c, {}) if isinstance(counts, Mapping) else {}
+        if key in listed or any(r.feature == c and r.value_key == key for r in plan.redactions):
+            continue
+        _refuse(
+            "plan",
+            plan.collection,
+            f"its published counts of {c!r} do not list this device's own value, so they are not the "
+            "counts of the users it is sent to",
+        )
+
+
 def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | None = None) -> float:
     """Check published pair queries against the collection's floors and recompute each query's
     bound (``best``, on the published counts of its columns, rare values merged); returns the sum.

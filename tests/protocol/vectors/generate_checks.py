@@ -74,7 +74,9 @@ RACE = {'"White"': 48, '"Black"': 9, RK: 3}
 EDU = {'"HS"': 30, '"BSc"': 20, '"MSc"': 7, '"PhD"': 3}
 
 
-def plan(columns: list[str], counts: dict[str, dict[str, int]], k: int, bound: float, **more: Any) -> dict[str, Any]:
+def plan(
+    columns: list[str], counts: dict[str, dict[str, int]], k: int, bound: float, **more: Any
+) -> dict[str, Any]:
     n = sum(next(iter(counts.values())).values()) if counts else 0
     d: dict[str, Any] = {
         "collection": CID,
@@ -118,7 +120,10 @@ def plan_cases() -> list[dict[str, Any]]:
     b2 = brute_bound([vec(AGE), vec(SEX)], 60, 3)
     ok("honest: two columns, the exact bound claimed", plan(["age", "sex"], two, 3, b2), b2)
     ok("honest: a looser claim is accepted", plan(["age", "sex"], two, 3, min(0.5, b2 + 0.01)), b2)
-    four = {c: {v: 10 * x for v, x in m.items()} for c, m in (("age", AGE), ("sex", SEX), ("race", RACE), ("edu", EDU))}
+    four = {
+        c: {v: 10 * x for v, x in m.items()}
+        for c, m in (("age", AGE), ("sex", SEX), ("race", RACE), ("edu", EDU))
+    }
     b4 = brute_bound([vec(x) for x in four.values()], 600, 2)
     assert b4 <= 0.5, b4
     ok("honest: four columns", plan(list(four), four, 2, b4), b4)
@@ -178,12 +183,22 @@ def plan_cases() -> list[dict[str, Any]]:
         plan(["age", "sex"], two, 2, 0.5, redactions=[{**redaction[0], "feature": "race"}]),
         "outside the plan",
     )
-    no("the moved messages' allowance left out", plan(["age", "sex"], two, 2, mv - 0.05, moved=3), "claims a bound")
+    no(
+        "the moved messages' allowance left out",
+        plan(["age", "sex"], two, 2, mv - 0.05, moved=3),
+        "claims a bound",
+    )
     no("a negative count of moved messages", plan(["age", "sex"], two, 2, 0.5, moved=-1), "moved messages")
     return cases
 
 
-def pairs(queries: list[tuple[list[str], float]], evidence: dict[str, dict[str, int]], k: int, bound: float, budget: float = 0.5) -> dict[str, Any]:
+def pairs(
+    queries: list[tuple[list[str], float]],
+    evidence: dict[str, dict[str, int]],
+    k: int,
+    bound: float,
+    budget: float = 0.5,
+) -> dict[str, Any]:
     return {
         "collection": CID,
         "k": k,
@@ -214,18 +229,106 @@ def pair_cases() -> list[dict[str, Any]]:
     def no(name: str, q: dict[str, Any], words: str) -> None:
         cases.append({"name": name, "pairs": q, "spec": SPEC, "bound": None, "refused": words})
 
-    no("a query claiming less than its counts give", pairs([(["sex", "race"], b1 / 2)], {c: ev[c] for c in ("sex", "race")}, 3, b1 / 2), "claims a bound")
-    no("a value held by fewer than k published", pairs([(["sex", "race"], 0.5)], {"sex": SEX, "race": RACE | {'"Black"': 2, RK: 10}}, 3, 0.5), "fewer than k")
+    no(
+        "a query claiming less than its counts give",
+        pairs([(["sex", "race"], b1 / 2)], {c: ev[c] for c in ("sex", "race")}, 3, b1 / 2),
+        "claims a bound",
+    )
+    no(
+        "a value held by fewer than k published",
+        pairs([(["sex", "race"], 0.5)], {"sex": SEX, "race": RACE | {'"Black"': 2, RK: 10}}, 3, 0.5),
+        "fewer than k",
+    )
     no("no published counts", pairs([(["sex", "race"], b1)], {}, 3, b1), "do not publish the counts")
-    no("k below the floor", pairs([(["sex", "race"], b1)], {c: ev[c] for c in ("sex", "race")}, 1, b1), "min_k")
-    no("bounds above the budget", pairs([(["sex", "race"], b1), (["sex", "edu"], b2)], ev, 3, 0.2, budget=0.2), "above the budget")
+    no(
+        "k below the floor",
+        pairs([(["sex", "race"], b1)], {c: ev[c] for c in ("sex", "race")}, 1, b1),
+        "min_k",
+    )
+    no(
+        "bounds above the budget",
+        pairs([(["sex", "race"], b1), (["sex", "edu"], b2)], ev, 3, 0.2, budget=0.2),
+        "above the budget",
+    )
     return cases
 
 
+def own_value_cases() -> list[dict[str, Any]]:
+    """A device refuses counts that do not list its own value of an unrecoded planned column."""
+    two = {"age": AGE, "sex": SEX}
+    b = brute_bound([vec(AGE), vec(SEX)], 60, 3)
+    honest = plan(["age", "sex"], two, 3, b)
+    # issue 37: every user on one value per column (its bound checks out)
+    one = {"age": {'"20-29"': 60}, "sex": {'"Male"': 60}}
+    lying = plan(["age", "sex"], one, 3, 0.04)  # its counts give (k - 1) / n = 0.033: backed
+    recoded = plan(["age", "sex"], two, 3, b, recodings={"age": {"25": '"20-29"'}})
+    ruled = plan(
+        ["age", "sex"],
+        two,
+        3,
+        0.5,
+        redactions=[{"feature": "sex", "value_key": '"Other"', "probability": 0.1}],
+    )
+    return [
+        {
+            "name": "own values listed",
+            "plan": honest,
+            "row": {"age": "20-29", "sex": "Male"},
+            "refused": None,
+        },
+        {
+            "name": "lying plan, the listed values",
+            "plan": lying,
+            "row": {"age": "20-29", "sex": "Male"},
+            "refused": None,
+        },
+        {
+            "name": "lying plan, another age",
+            "plan": lying,
+            "row": {"age": "50+", "sex": "Male"},
+            "refused": "do not list this device's own value",
+        },
+        {
+            "name": "lying plan, another sex",
+            "plan": lying,
+            "row": {"age": "20-29", "sex": "Female"},
+            "refused": "do not list this device's own value",
+        },
+        {
+            "name": "a recoded column is not checked",
+            "plan": recoded,
+            "row": {"age": 99, "sex": "Male"},
+            "refused": None,
+        },
+        {
+            "name": "a value a redaction rule redacts",
+            "plan": ruled,
+            "row": {"age": "20-29", "sex": "Other"},
+            "refused": None,
+        },
+        {
+            "name": "an unlisted value with no rule",
+            "plan": ruled,
+            "row": {"age": "20-29", "sex": "X"},
+            "refused": "do not list this device's own value",
+        },
+    ]
+
+
 def spec_cases(signing: ed25519.Ed25519PrivateKey) -> list[dict[str, Any]]:
-    keys = {r: PrivateKey.from_bytes("x25519", fixed(f"hpke {r}")).public_key().to_text() for r in ("curator", "analyst", "shuffler")}
+    keys = {
+        r: PrivateKey.from_bytes("x25519", fixed(f"hpke {r}")).public_key().to_text()
+        for r in ("curator", "analyst", "shuffler")
+    }
     out = []
-    for pinned in [("curator", "analyst", "shuffler"), (), ("curator",), ("curator", "analyst"), ("curator", "shuffler"), ("analyst", "shuffler")]:
+    for pinned in [
+        ("curator", "analyst", "shuffler"),
+        (),
+        ("curator",),
+        ("curator", "analyst"),
+        ("curator", "shuffler"),
+        ("analyst", "shuffler"),
+    ]:
         spec = CollectionSpec(id=CID, features=("age", "sex"), keys={r: keys[r] for r in pinned})
         missing = [r for r in ("curator", "analyst", "shuffler") if r not in pinned]
         out.append({"signed": sign_document(signing, "spec", "curator", spec.to_dict()), "unpinned": missing})
@@ -241,6 +344,7 @@ def main() -> None:
         "specs": spec_cases(signing),
         "plans": plan_cases(),
         "pairs": pair_cases(),
+        "own_values": own_value_cases(),
     }
     # the cases mutate dicts built from shared ones: write a deep copy, sorted keys for stable diffs
     PATH.write_text(json.dumps(copy.deepcopy(data), indent=1, sort_keys=True) + "\n")
