@@ -508,7 +508,8 @@ def test_validation_errors_do_not_echo_the_input(dep: LocalDeployment) -> None:
         r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json=[marker])
         assert r.status_code == 422
         assert marker not in r.text
-        r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json={"features": ["a"]})
+        keys = {role: dep.public_key(role) for role in ("analyst", "shuffler")}  # every key pinned
+        r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json={"features": ["a"], "keys": keys})
         assert r.status_code == 200
         r = http.post(
             f"{dep.urls['curator']}/admin/v1/collections/echo/plan",

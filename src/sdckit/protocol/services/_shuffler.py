@@ -561,6 +561,11 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     )
                 check_plan(reg, collection, doc)
                 stored = store.pin(collection, "plan", doc)
+                if stored is None:  # one process after a restart: only the pinned plan's hash is kept
+                    events.add("curator changed a pinned plan (refused)")
+                    raise HTTPException(
+                        409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                    )
                 if stored != doc:
                     events.add("another replica pinned another plan (its plan stands)")
             check_plan(reg, collection, stored)  # the stored one too: the store is not trusted for it
@@ -622,6 +627,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
                 check_pairs(reg, collection, doc)
                 stored = store.pin(collection, "pairs", doc)
+                if stored is None:
+                    raise HTTPException(
+                        409, f"the curator changed the pair queries of {collection!r}; the pinned ones stand"
+                    )
             reg.pairs = check_pairs(reg, collection, stored)
             reg.pairs_doc = stored
 

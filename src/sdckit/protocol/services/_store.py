@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sdckit.protocol._signing import canonical_json
 from sdckit.protocol._wire import FeatureMessage, RowMessage, encode_value
 from sdckit.protocol.parties import Tally
 
@@ -115,6 +116,10 @@ class ShufflerStore(_Store):
 
     # ------------------------------------------------------------------------------ collections
 
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        super().__init__(path, synchronous=synchronous)
+        self._pinned_docs: dict[tuple[str, str], dict[str, Any]] = {}
+
     unavailable: tuple[type[Exception], ...] = ()
     """Exceptions meaning the store cannot be reached (none for the embedded SQLite file)."""
 
@@ -122,27 +127,30 @@ class ShufflerStore(_Store):
         """None while the store answers (the embedded SQLite file always does)."""
         return None
 
-    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-        """Compare-and-set: store ``doc`` as the collection's pinned ``kind`` (``plan``, ``pairs``)
-        unless one is pinned already, and return the pinned one (the first written wins, on every
-        replica sharing the store; the document itself, so any replica can serve it)."""
+    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+        """Compare-and-set: pin ``doc`` as the collection's ``kind`` (``plan``, ``pairs``) unless
+        another is pinned already; returns the pinned document, or None when another one is pinned
+        whose document this process no longer holds (after a restart: the caller refuses, 409).
+
+        One process: the document stays in memory and only its SHA-256 goes to disk, so the store
+        holds no value, not even the public plan's counts (the PostgreSQL store of replicas keeps
+        the document itself, so any replica can serve it)."""
+        digest = hashlib.sha256(canonical_json(doc)).hexdigest()
         with self.tx() as cur:
             cur.execute(
                 "INSERT INTO pins (collection, kind, doc) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                (collection, kind, json.dumps(doc)),
+                (collection, kind, digest),
             )
             row = cur.execute(
                 "SELECT doc FROM pins WHERE collection = ? AND kind = ?", (collection, kind)
             ).fetchone()
-        return dict(json.loads(row[0]))
+        if row[0] != digest:
+            return self._pinned_docs.get((collection, kind))
+        return self._pinned_docs.setdefault((collection, kind), doc)
 
     def pinned(self, collection: str, kind: str) -> dict[str, Any] | None:
-        """The pinned ``kind`` of the collection, None if none is."""
-        with self._lock:
-            row = self._con.execute(
-                "SELECT doc FROM pins WHERE collection = ? AND kind = ?", (collection, kind)
-            ).fetchone()
-        return dict(json.loads(row[0])) if row else None
+        """The pinned ``kind`` of the collection if this process holds it, else None."""
+        return self._pinned_docs.get((collection, kind))
 
     def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
         """Store a registration; ``expires`` is the seconds it has left (running time)."""
