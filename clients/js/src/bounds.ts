@@ -90,7 +90,7 @@ function upperMin(options: { s: number[]; logw: number[] }[], n: number, tau: nu
       if (lw === Infinity) continue;
       for (let r = 0; r < opt.s.length; r++) {
         const t = s + opt.s[r]!;
-        if (t > n) break; // s[r] grows with r
+        if (t > n) continue;
         const v = lw + opt.logw[r]!;
         if (v < next[t]!) next[t] = v;
       }
@@ -131,6 +131,115 @@ export function jointExposureBound(sorted: number[][], n: number, k: number, met
 }
 
 /**
+ * Theorem-2 choices of a pair (or larger) block as one feature (the Python ``block_options``):
+ * family A sacrifices every redacted user and the r rarest known cells (W = known - r); family B
+ * keeps the redacted users as at most ``redactedCells`` unknown cells (W = known - r + that).
+ * A redacted cell of x users holds at most min(x, prod of its redacted columns' supports) cells.
+ */
+function blockOptions(cells: unknown[][], columns: string[], support: Record<string, number>): { s: number[]; logw: number[] } {
+  const known: number[] = [];
+  let red = 0;
+  let redCells = 0;
+  for (const cell of cells) {
+    const x = cell[cell.length - 1] as number;
+    if (!(x > 0)) continue;
+    const keys = cell.slice(0, -1);
+    if (keys.includes(REDACTED_KEY)) {
+      red += x;
+      let prod = 1;
+      keys.forEach((k, j) => {
+        if (k === REDACTED_KEY) prod *= support[columns[j]!] ?? 1;
+      });
+      redCells += Math.min(x, prod);
+    } else known.push(x);
+  }
+  known.sort((a, b) => a - b);
+  const m = known.length;
+  const csum = [0];
+  for (const x of known) csum.push(csum[csum.length - 1]! + x);
+  const s: number[] = [];
+  const logw: number[] = [];
+  for (let r = 0; r < m; r++) {
+    s.push(red + csum[r]!);
+    logw.push(Math.log(m - r));
+  }
+  if (red) {
+    for (let r = 0; r <= m; r++) {
+      s.push(csum[r]!);
+      logw.push(Math.log(m - r + Math.max(1, redCells)));
+    }
+  }
+  if (s.length === 0) return { s: [0], logw: [0] };
+  return { s, logw };
+}
+
+/**
+ * The bound over partitions of the planned columns into known blocks (each block one feature,
+ * Theorem 2; single columns as themselves), and a block equal to all the columns by its own
+ * exposure: the Python ``best`` with blocks, without its conditioning on a root column (so this
+ * value can be above Python's, never below a valid bound). Up to 12 columns.
+ */
+function blockBound(columns: string[], sorted: number[][], blocks: unknown[], n: number, k: number, support: Record<string, number>): number {
+  const thr = k - 1;
+  if (thr <= 0 || columns.length > 12) return Infinity;
+  const tau = thr / n;
+  const parsed: { cols: string[]; cells: unknown[][] }[] = [];
+  for (const b of blocks) {
+    if (!isObject(b) || !Array.isArray(b["columns"]) || !Array.isArray(b["cells"])) continue;
+    const cols = (b["columns"] as unknown[]).map(String);
+    if (!cols.every((c) => columns.includes(c))) continue;
+    parsed.push({ cols, cells: (b["cells"] as unknown[]).filter(Array.isArray) as unknown[][] });
+  }
+  let best = Infinity;
+  for (const b of parsed) {
+    if (b.cols.length !== columns.length) continue;
+    let exposed = 0;
+    for (const cell of b.cells) {
+      const x = cell[cell.length - 1] as number;
+      const keys = cell.slice(0, -1);
+      if (keys.includes(REDACTED_KEY)) {
+        let prod = 1;
+        keys.forEach((key, j) => {
+          if (key === REDACTED_KEY) prod *= support[b.cols[j]!] ?? 1;
+        });
+        exposed += Math.min(x, thr * Math.min(x, prod));
+      } else if (x <= thr) exposed += x;
+    }
+    best = Math.min(best, exposed / n);
+  }
+  const singleOpt = sorted.map((counts) => {
+    const s: number[] = [0];
+    for (let r = 1; r < counts.length; r++) s.push(s[r - 1]! + counts[r - 1]!);
+    return { s, logw: counts.map((_, r) => Math.log(counts.length - r)) };
+  });
+  const blockOpt = parsed.map((b) => blockOptions(b.cells, b.cols, support));
+  const used = new Set<string>();
+  const parts: { s: number[]; logw: number[] }[] = [];
+  const walk = (): void => {
+    const next = columns.find((c) => !used.has(c));
+    if (next === undefined) {
+      best = Math.min(best, upperMin(parts, n, tau));
+      return;
+    }
+    used.add(next);
+    parts.push(singleOpt[columns.indexOf(next)]!);
+    walk();
+    parts.pop();
+    used.delete(next);
+    parsed.forEach((b, i) => {
+      if (!b.cols.includes(next) || b.cols.some((c) => used.has(c))) return;
+      b.cols.forEach((c) => used.add(c));
+      parts.push(blockOpt[i]!);
+      walk();
+      parts.pop();
+      b.cols.forEach((c) => used.delete(c));
+    });
+  };
+  walk();
+  return Math.min(1, best * ROUND_UP);
+}
+
+/**
  * Recompute a plan's bound from the counts published with it and refuse the plan
  * (:class:`PlanRefusedError`) when its claim is below what they give (plus its allowances) or
  * above its budget; returns the recomputed bound. The floors, the collection and the setting are
@@ -163,8 +272,13 @@ export function verifyPlanBound(plan: Record<string, unknown>, spec: Floors): nu
   }
   if (setting === "statistical") refuse(what, cid, "its bound is a statistical-setting bound, which this SDK does not recompute");
   let bound = jointExposureBound(sorted, n, k, spec.bound_method ?? "best");
-  if (Array.isArray(ev["blocks"]) && ev["blocks"].length && bound > claimed * (1 + TOLERANCE) + 1e-12) {
-    refuse(what, cid, `it claims a bound of ${claimed} that rests on pair tables, which this SDK does not recompute (its single columns give ${bound})`);
+  if ((spec.bound_method ?? "best") === "best" && Array.isArray(ev["blocks"]) && ev["blocks"].length) {
+    const support: Record<string, number> = {};
+    (columns as string[]).forEach((c, j) => (support[c] = sorted[j]!.length));
+    bound = Math.min(bound, blockBound(columns as string[], sorted, ev["blocks"], n, k, support));
+    if (bound > claimed * (1 + TOLERANCE) + 1e-12) {
+      refuse(what, cid, `it claims a bound of ${claimed} but its counts and pair tables give ${bound} (this SDK does not condition on a root column: use the Python client if that is where the claim comes from)`);
+    }
   }
   const redactions = Array.isArray(plan["redactions"]) ? plan["redactions"] : [];
   if (redactions.length) {

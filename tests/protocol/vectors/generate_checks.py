@@ -141,6 +141,30 @@ def plan_cases() -> list[dict[str, Any]]:
     mv = brute_bound([vec(AGE), vec(SEX)], 60, 2) + 2 * 3 / 60
     ok("honest: the moved messages' allowance added", plan(["age", "sex"], two, 2, mv, moved=3), mv)
 
+    # a pair table inside the plan: J is the known block itself, so the bound is its exact exposure
+    # (cells of at most k - 1 users), below what the single columns give
+    def cells(t: dict[tuple[str, str], int]) -> list[list[Any]]:
+        return sorted([a, b, x] for (a, b), x in t.items())
+
+    full = {('"20-29"', '"Male"'): 13, ('"20-29"', '"Female"'): 9, ('"30-39"', '"Male"'): 12,
+            ('"30-39"', '"Female"'): 8, ('"40-49"', '"Male"'): 7, ('"40-49"', '"Female"'): 5,
+            ('"50+"', '"Male"'): 3, ('"50+"', '"Female"'): 3}  # fmt: skip
+    exposure = sum(x for x in full.values() if x <= 2) / 60
+    assert exposure == 0.0 < b2
+    ok(
+        "honest: a pair table backs a claim below the single columns' bound",
+        plan(["age", "sex"], two, 3, 0.01, blocks=[{"columns": ["age", "sex"], "cells": cells(full)}]),
+        exposure,
+    )
+    thin = {**full, ('"40-49"', '"Male"'): 6, ('"40-49"', '"Female"'): 6, ('"50+"', '"Male"'): 4,
+            ('"50+"', '"Female"'): 2}  # fmt: skip
+    assert sum(x for x in thin.values() if x <= 2) / 60 > 0.01
+    no(
+        "a pair table that does not back the claim",
+        plan(["age", "sex"], two, 3, 0.01, blocks=[{"columns": ["age", "sex"], "cells": cells(thin)}]),
+        "claims a bound",
+    )
+
     # refusals: one per check
     # issue 37: a plan claiming 0.004 over 4 columns whose own counts give 1.0 (here 60 users, k 20)
     small = {"age": AGE, "sex": SEX, "race": RACE, "edu": EDU}
