@@ -262,3 +262,23 @@ def test_a_row_sealed_for_another_plan_fails_at_the_shuffler_before_its_credenti
     assert r.status_code == 202, r.text  # the credential was not spent by the refused row
     for c in clients:
         c.close()
+
+
+def test_a_device_can_opt_out_of_the_pair_round() -> None:
+    """Issue 37: ``join_pairs=False``: send_pairs fetches and sends nothing (no request at all)."""
+    requests: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request.url.path)
+        return httpx.Response(404, json={"detail": "no"})
+
+    signing = ed25519.Ed25519PrivateKey.generate()
+    client = Client(
+        shuffler_url="http://relay",
+        collection="c",
+        curator_verify_key=verify_key_to_text(signing.public_key()),
+        join_pairs=False,
+    )
+    client._http = httpx.Client(transport=httpx.MockTransport(handler))
+    assert client.send_pairs(dict.fromkeys(FEATURES, 1)) is None
+    assert requests == []

@@ -83,6 +83,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Milliseconds during which a connection error or a 429/5xx answer is retried (default 60 s). */
   retryWindowMs?: number;
+  /** false: this device opts out of the pair round (``sendPairs`` sends and fetches nothing). */
+  joinPairs?: boolean;
   /** The ``fetch`` to use (default the platform's). */
   fetch?: typeof fetch;
 }
@@ -472,7 +474,8 @@ export class Client {
   }
 
   /** Seal and send the pair round (fetches the signed queries when not given). */
-  async sendPairs(row: Row, queries?: PairQueries): Promise<Record<string, unknown>> {
+  async sendPairs(row: Row, queries?: PairQueries): Promise<Record<string, unknown> | null> {
+    if (this.opts.joinPairs === false) return null; // opted out: nothing fetched, nothing sent
     const q = queries ?? (await this.pairs());
     if (q === null) throw new ProtocolError(`the curator of ${JSON.stringify(this.collection)} published no pair queries`);
     checkPairs(q as unknown as JsonObject, await this.spec());

@@ -137,3 +137,16 @@ test("Python float repr for random doubles: shortest digits, Python's layout", (
     assert.match(text, /^-?(\d+\.\d+|\d(\.\d+)?e[+-]\d{2,3})$/);
   }
 });
+
+test("a device that opts out of the pair round fetches and sends nothing for it", async () => {
+  const { fetch, posts } = shuffler();
+  let gets = 0;
+  const counting = async (url, init = {}) => {
+    if ((init.method ?? "GET") === "GET" && new URL(url).pathname.endsWith("/pairs")) gets++;
+    return fetch(url, init);
+  };
+  const client = new sdk.Client(options(counting, { joinPairs: false }));
+  assert.equal(await client.sendPairs(row), null);
+  assert.equal(posts.length, 0);
+  assert.equal(gets, 0);
+});

@@ -75,6 +75,9 @@ class Client:
         checked against them (``analyst_verify_key`` is needed for round 2 only).
     invite : A one-time invite for a collection that admits enrolled users (:meth:`enrol`).
     timeout : Seconds per HTTP request.
+    join_pairs : False: this device opts out of the pair round (:meth:`send_pairs` sends nothing
+        and fetches nothing); the curator's pair table then counts fewer users and is left out of
+        the plan, which rests on the single columns (issue 37).
     retry_window : Seconds during which a connection error or a 429/500/502/503/504 answer is
         retried with full-jitter exponential back-off (0.1 s doubling, at most 4 s). Safe: a
         retried submission is recognised (same body, same credential) and counted once.
@@ -102,6 +105,7 @@ class Client:
         invite: str | None = None,
         timeout: float = 30.0,
         retry_window: float = 30.0,
+        join_pairs: bool = True,
     ) -> None:
         self.shuffler_url = shuffler_url.rstrip("/")
         self.collection = collection
@@ -111,6 +115,7 @@ class Client:
         self.invite = invite
         self.timeout = timeout
         self.retry_window = retry_window
+        self.join_pairs = join_pairs
         self._http = httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(socket_options=NODELAY))
         self._user: User | None = None
         self._terms: dict[str, Any] | None = None
@@ -281,10 +286,13 @@ class Client:
         """Seal and send one message per feature of the collection."""
         return self.submit(1, self.user().round1(row))
 
-    def send_pairs(self, row: Mapping[str, Any], *, queries: PairQueries | None = None) -> dict[str, Any]:
+    def send_pairs(self, row: Mapping[str, Any], *, queries: PairQueries | None = None) -> dict[str, Any] | None:
         """Seal and send the middle round: one message per published pair query, a value the
         curator redacted sent as the redaction marker (fetches the signed queries when not given).
-        Only in a collection whose curator published pair queries."""
+        Only in a collection whose curator published pair queries. None, sending nothing, for a
+        device that opted out (``join_pairs=False``)."""
+        if not self.join_pairs:
+            return None
         queries = queries or self.pairs()
         if queries is None:
             raise ProtocolError(
