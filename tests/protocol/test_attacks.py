@@ -702,8 +702,10 @@ def test_24_3_a_fresh_key_per_fetch_is_refused(dep: LocalDeployment) -> None:
         r = admin.put(f"{dep.urls['curator']}/admin/v1/collections/keys24b", json=other.to_dict())
         assert r.status_code == 422, r.text
         # a spec pinning another analyst key: the curator accepts it, the shuffler refuses to register it
-        rogue = CollectionSpec(id="keys24c", features=FEATURES).with_key(
-            "analyst", PrivateKey.generate().public_key().to_text()
+        rogue = (
+            CollectionSpec(id="keys24c", features=FEATURES)
+            .with_key("analyst", PrivateKey.generate().public_key().to_text())
+            .with_key("shuffler", dep.public_key("shuffler"))  # every key pinned (issue 37)
         )
         admin.put(
             f"{dep.urls['curator']}/admin/v1/collections/keys24c", json=rogue.to_dict()

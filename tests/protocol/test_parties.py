@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, chisquare
 
-from sdckit.errors import ParameterError
+from sdckit.errors import MalformedMessageError, ParameterError
 from sdckit.protocol import (
     REDACTED,
     Analyst,
@@ -118,8 +118,6 @@ def test_duplicates_counted_once_and_malformed_rejected(adult_rows: list[dict[st
 def test_shuffler_rejects_what_it_cannot_open() -> None:
     s = Shuffler(KEYS["shuffler"])
     msg = _user().round1({"age": 1, "sex": "F", "race": "W", "marital-status": "x"})[0]
-    from sdckit.errors import MalformedMessageError
-
     for bad, cid, r in ((msg[:-3], SPEC.id, 1), (msg, "other", 1), (msg, SPEC.id, 2)):
         with pytest.raises(MalformedMessageError):
             s.strip(bad, cid, r)
@@ -148,7 +146,7 @@ def test_both_rounds_release_equals_input(
     assert set(plan.columns) <= set(FEATURES)
     user, shuffler = _user(), Shuffler(KEYS["shuffler"], batch_threshold=1)
     for row in adult_rows:
-        shuffler.submit(user.round2(row, plan), SPEC.id, 2)
+        shuffler.submit(user.round2(row, plan), SPEC.id, 2, plan_sha256=plan.sha256())
     analyst = Analyst(KEYS["analyst"], SPEC, plan)
     batch = shuffler.release(SPEC.id, 2)
     analyst.receive(batch)
@@ -173,7 +171,15 @@ def test_analyst_rejects_rows_off_plan(adult_rows: list[dict[str, Any]]) -> None
     )
     analyst = Analyst(KEYS["analyst"], SPEC, plan)
     s = Shuffler(KEYS["shuffler"])
-    inner = s.strip(_user().round2(adult_rows[0], other), SPEC.id, 2)
+    sealed = _user().round2(adult_rows[0], other)
+    # issue 37: the plan's hash is in the outer label, so the shuffler that pinned `plan` cannot
+    # open a row sealed for `other` (refused before its credential is spent) ...
+    with pytest.raises(MalformedMessageError):
+        s.strip(sealed, SPEC.id, 2, plan_sha256=plan.sha256())
+    with pytest.raises(MalformedMessageError):
+        s.strip(sealed, SPEC.id, 2)
+    # ... and a shuffler that took it anyway still hands the analyst a row it rejects
+    inner = s.strip(sealed, SPEC.id, 2, plan_sha256=other.sha256())
     assert analyst.receive([inner]).rejected == 1
     with pytest.raises(ParameterError, match="analyst's public key"):
         User(
@@ -272,7 +278,7 @@ def test_redaction_rules_holders_always_and_decoys_at_rate() -> None:
     rng = np.random.default_rng(20261130)
     n_common = 1500
     rows = [{"a": "rare", "b": 1}] * 3 + [{"a": "common", "b": 2}] * n_common
-    analyst.receive([s.strip(user.round2(r, plan, rng=rng), "ls", 2) for r in rows])
+    analyst.receive([s.strip(user.round2(r, plan, rng=rng), "ls", 2, plan_sha256=plan.sha256()) for r in rows])
     got = Counter(r[0] for r in analyst.rows)
     assert got["rare"] == 0  # every holder redacted
     decoys = got[REDACTED] - 3
@@ -380,7 +386,7 @@ def test_hybrid_post_quantum_suite_through_both_rounds() -> None:
     plan = PublishedPlan(collection="pq", columns=("sex", "race"), k=2, budget=0.1, bound=0.0, method="best")
     analyst = Analyst(keys["analyst"], spec, plan)
     for r in rows:
-        s.submit(user.round2(r, plan), "pq", 2)
+        s.submit(user.round2(r, plan), "pq", 2, plan_sha256=plan.sha256())
     analyst.receive(s.release("pq", 2))
     assert verify_release([(r["sex"], r["race"]) for r in rows], analyst.rows)
     with pytest.raises(ParameterError, match="uses mlkem768-x25519"):

@@ -240,7 +240,7 @@ def test_round2_sends_generalised_values_and_the_analyst_holds_only_those(
     some = [*rows[:200], {**rows[0], "age": 200}]  # the last user holds an age round 1 never saw
     user, shuffler = _user(), Shuffler(KEYS["shuffler"])
     analyst = Analyst(KEYS["analyst"], SPEC, plan)
-    inner = [shuffler.strip(user.round2(row, plan), SPEC.id, 2) for row in some]
+    inner = [shuffler.strip(user.round2(row, plan), SPEC.id, 2, plan_sha256=plan.sha256()) for row in some]
     raw = pack_row(  # a device that ignores the recoding and sends its age in clear
         plan.columns,
         [some[0][c] for c in plan.columns],

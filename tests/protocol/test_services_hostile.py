@@ -178,6 +178,8 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
     assert {m for _, m, _, _ in routes} >= {"GET", "POST", "PUT"}
     assert len(routes) >= 15
     spec = CollectionSpec(id=CID, features=FEATURES, max_budget=0.5)
+    for role in ("analyst", "shuffler"):  # every key pinned, or the services refuse the spec
+        spec = spec.with_key(role, dep.public_key(role))
     admin_h = {"authorization": f"Bearer {dep.admin_token}"}
     relay_h = {"authorization": f"Bearer {dep.relay_token}"}
     deadline = time.monotonic() + BARRAGE_SECONDS
@@ -447,7 +449,7 @@ def test_barrage_then_an_exact_round(dep: LocalDeployment, adult_rows: list[dict
                     _feature_plain(b, pad=spec.round2_pad, kind=2),
                     info_label(CID, 2, "analyst"),
                 ),
-                info_label(CID, 2, "shuffler"),
+                info_label(CID, 2, "shuffler", plan_sha256=published.sha256()),  # the pinned plan's
             )
             for b in POISON_ROUND2
         ]
@@ -506,7 +508,8 @@ def test_validation_errors_do_not_echo_the_input(dep: LocalDeployment) -> None:
         r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json=[marker])
         assert r.status_code == 422
         assert marker not in r.text
-        r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json={"features": ["a"]})
+        keys = {role: dep.public_key(role) for role in ("analyst", "shuffler")}  # every key pinned
+        r = http.put(f"{dep.urls['curator']}/admin/v1/collections/echo", json={"features": ["a"], "keys": keys})
         assert r.status_code == 200
         r = http.post(
             f"{dep.urls['curator']}/admin/v1/collections/echo/plan",

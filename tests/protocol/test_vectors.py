@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import importlib.util
 import json
 import math
@@ -16,8 +17,8 @@ from typing import Any
 import pytest
 
 from sdckit.errors import MalformedMessageError
-from sdckit.protocol import REDACTED, PrivateKey, decode_value, encode_value
-from sdckit.protocol._crypto import open_sealed
+from sdckit.protocol import REDACTED, PrivateKey, PublishedPlan, decode_value, encode_value
+from sdckit.protocol._crypto import info_label, open_sealed
 from sdckit.protocol._enrol import Credential, Issuer, _unb64
 from sdckit.protocol._signing import canonical_json, verify_document, verify_key_from_text
 from sdckit.protocol._wire import KIND_PAIR, pack_batch, unpack_batch, unpack_feature, unpack_row
@@ -153,7 +154,14 @@ def test_each_rounds_message_opens_with_the_fixed_keys(vec: dict[str, Any]) -> N
     }
     for role, k in vec["keys"].items():
         assert keys[role].public_key().to_text() == k["hpke_public"]
+    plan_doc = next(d["signed"]["document"] for d in vec["documents"] if d["signed"]["kind"] == "plan")
     for r in vec["rounds"]:
+        # round 2's outer label carries the SHA-256 of the plan's JCS bytes, as both SDKs compute it
+        bound = hashlib.sha256(canonical_json(plan_doc)).hexdigest() if r["round"] == 2 else None
+        assert r.get("plan_sha256") == bound
+        if bound is not None:
+            assert PublishedPlan.from_dict(plan_doc).sha256() == bound
+        assert r["info_outer"] == info_label("vectors", r["round"], "shuffler", plan_sha256=bound).decode()
         sealed = bytes.fromhex(r["sealed"])
         inner = open_sealed(keys["shuffler"], sealed, r["info_outer"].encode())
         assert open_sealed(keys[r["inner"]], inner, r["info_inner"].encode()).hex() == r["plaintext"]

@@ -4,11 +4,12 @@
  * the shuffler and signed by their owners, whose Ed25519 verification keys the device pins.
  */
 
-import { randomBytes } from "./bytes.js";
+import { randomBytes, toHex } from "./bytes.js";
 import { Credential, ENROL_ROUNDS, Enrolment } from "./enrol.js";
-import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError } from "./errors.js";
+import { verifyPairsBound, verifyPlanBound } from "./bounds.js";
+import { MalformedMessageError, ParameterError, PlanRefusedError, ProtocolError, UnpinnedSpecError } from "./errors.js";
 import { PublicKey, type Recipient, infoLabel, seal } from "./hpke.js";
-import { type Json, type JsonObject, verifyDocument, verifyKeyFromText } from "./signing.js";
+import { type Json, type JsonObject, canonicalJson, verifyDocument, verifyKeyFromText } from "./signing.js";
 import { REDACTED, type Value, decodeValue, encodeValue } from "./values.js";
 import { KIND_PAIR, SALT_LENGTH, packBatch, packFeature, packRow } from "./wire.js";
 
@@ -17,7 +18,6 @@ export const BATCH_MEDIA = "application/octet-stream";
 export const CREDENTIAL_HEADER = "sdckit-credential";
 /** Answers worth retrying: overload, a server error, a proxy's gateway errors. */
 export const RETRY_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
-const REDACTED_KEY = encodeValue(REDACTED);
 
 export interface CollectionSpec {
   id: string;
@@ -83,6 +83,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Milliseconds during which a connection error or a 429/5xx answer is retried (default 60 s). */
   retryWindowMs?: number;
+  /** false: this device opts out of the pair round (``sendPairs`` sends and fetches nothing). */
+  joinPairs?: boolean;
   /** The ``fetch`` to use (default the platform's). */
   fetch?: typeof fetch;
 }
@@ -129,21 +131,27 @@ function refuse(what: string, collection: string, why: string): never {
   throw new PlanRefusedError(`the ${what} of ${JSON.stringify(collection)} is refused: ${why}; nothing is sent for it`);
 }
 
-/** The floors every device checks (the Python ``_floors``): collection, k, budget and bound. */
-function floors(what: string, spec: CollectionSpec, collection: string, k: number, budget: number, bound: number): void {
-  if (collection !== spec.id) refuse(what, spec.id, `it is for collection ${JSON.stringify(collection)}`);
-  if (!isInt(k) || k < spec.min_k) refuse(what, collection, `k = ${k} is below the collection's floor min_k = ${spec.min_k}`);
-  if (!isShare(budget) || budget > spec.max_budget + 1e-12) {
-    refuse(what, collection, `budget ${budget} is above the collection's ceiling max_budget = ${spec.max_budget}`);
+/** Every party whose HPKE key a collection's spec must pin (the Python ``PINNED_ROLES``). */
+export const PINNED_ROLES = ["curator", "analyst", "shuffler"] as const;
+
+/**
+ * Refuse (:class:`UnpinnedSpecError`) a spec that leaves a party's HPKE key open: the device would
+ * take whatever key the relay hands it, so a party could give each device its own key and tell
+ * devices apart (issue 37).
+ */
+export function requirePinned(spec: CollectionSpec): void {
+  const missing = PINNED_ROLES.filter((r) => typeof spec.keys[r] !== "string" || !spec.keys[r]);
+  if (missing.length) {
+    throw new UnpinnedSpecError(
+      `this device refuses collection ${JSON.stringify(spec.id)}: its spec does not pin the ${missing.join(", ")} key${missing.length > 1 ? "s" : ""}; nothing is sent`,
+    );
   }
-  if (!isShare(bound) || bound > budget + 1e-12) refuse(what, collection, `its bound ${bound} is above its budget ${budget}`);
 }
 
 /**
- * Check a plan as far as the SDK does: the fields parse, and its collection, setting, k, budget
- * and bound meet the spec's pinned floors. The shuffler also recomputes the plan's bound from
- * the counts published with it (``verify_plan``) before it relays the plan; the SDK does not
- * repeat that computation (docs/protocol.md, "A browser or app device").
+ * Check a plan as the Python client does: the fields parse, its collection, setting, k, budget
+ * and bound meet the spec's pinned floors, and its bound is recomputed from the counts published
+ * with it (:func:`verifyPlanBound`); a claim below the recomputed bound is refused.
  */
 export function checkPlan(doc: JsonObject, spec: CollectionSpec): PublishedPlan {
   const p = { redactions: [], recodings: {}, setting: "fixed", ...doc } as unknown as PublishedPlan;
@@ -159,12 +167,12 @@ export function checkPlan(doc: JsonObject, spec: CollectionSpec): PublishedPlan 
       ([c, m]) => p.columns.includes(c) && isObject(m) && Object.values(m).every((v) => typeof v === "string"),
     );
   if (!ok) throw new MalformedMessageError("not a published plan");
-  floors("plan", spec, p.collection, p.k, p.budget, p.bound);
   if (p.setting !== spec.setting) refuse("plan", spec.id, `its setting ${p.setting} is not the collection's ${spec.setting}`);
+  verifyPlanBound(p as unknown as Record<string, unknown>, spec);
   return p;
 }
 
-/** Check pair queries: the fields parse, the floors hold, and no published value is held by fewer than k users. */
+/** Check pair queries: the fields parse, the floors hold, no published value is held by fewer than k users, and each query's bound is recomputed (:func:`verifyPairsBound`). */
 export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
   const q = { evidence: {}, ...doc } as unknown as PairQueries;
   const ok =
@@ -181,13 +189,43 @@ export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
     ) &&
     isObject(q.evidence);
   if (!ok) throw new MalformedMessageError("not published pair queries");
-  floors("pair queries", spec, q.collection, q.k, q.budget, q.bound);
-  for (const [c, counts] of Object.entries(q.evidence)) {
-    if (Object.entries(counts).some(([key, n]) => key !== REDACTED_KEY && n < q.k)) {
-      refuse("pair queries", spec.id, `column ${JSON.stringify(c)} publishes a value held by fewer than k = ${q.k} users`);
-    }
-  }
+  verifyPairsBound(q as unknown as Record<string, unknown>, spec);
   return q;
+}
+
+/**
+ * SHA-256 (hex) of the plan's canonical JSON as the curator signed it (the Python
+ * ``PublishedPlan.sha256``): the SDK's defaults left out (``recodings`` and ``evidence`` are
+ * absent from a signed plan that has none). Bound into round 2's outer HPKE ``info``.
+ */
+export async function planSha256(plan: PublishedPlan): Promise<string> {
+  const doc: Record<string, unknown> = { ...plan };
+  for (const key of ["recodings", "evidence"]) {
+    const v = doc[key];
+    if (v === undefined || (isObject(v) && Object.keys(v).length === 0)) delete doc[key];
+  }
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", canonicalJson(doc) as BufferSource);
+  return toHex(new Uint8Array(digest));
+}
+
+/**
+ * Refuse a plan whose published counts do not list this user's own value of an unrecoded planned
+ * column (the Python ``check_own_values``): in the fixed setting every value sent raw was counted,
+ * so counts that leave it out are not the counts of the users the plan is sent to. A value a
+ * redaction rule sends redacted passes; the statistical setting is not checked.
+ */
+export function checkOwnValues(plan: PublishedPlan, row: Row): void {
+  if ((plan.setting ?? "fixed") !== "fixed" || plan.columns.length === 0) return;
+  const ev = plan["evidence"];
+  const counts = isObject(ev) && isObject(ev["counts"]) ? (ev["counts"] as Record<string, unknown>) : {};
+  for (const c of plan.columns) {
+    if (Object.hasOwn(plan.recodings ?? {}, c) || !(c in row)) continue;
+    const key = encodeValue(row[c]!);
+    const listed = counts[c];
+    if (isObject(listed) && Object.hasOwn(listed, key)) continue;
+    if ((plan.redactions ?? []).some((r) => r.feature === c && r.value_key === key)) continue;
+    refuse("plan", plan.collection, `its published counts of ${JSON.stringify(c)} do not list this device's own value, so they are not the counts of the users it is sent to`);
+  }
 }
 
 /** The value a user sends for ``column`` under ``plan``'s recoding (REDACTED outside the mapping). */
@@ -294,6 +332,7 @@ export class Client {
       if (!isObject(body)) throw new MalformedMessageError("the collection answer is not a JSON object");
       const spec = parseSpec(verifyDocument(body["spec"], this.owners["curator"]!, "spec", "curator"));
       if (spec.id !== this.collection) throw new MalformedMessageError(`the relayed spec is for ${JSON.stringify(spec.id)}`);
+      requirePinned(spec); // nothing is sealed to a key the spec leaves open
       if (spec.suite !== "x25519") PublicKey.fromText(`${spec.suite}:`); // refuses the hybrid suite, saying why
       const enrolment = body["enrolment"];
       const terms = isObject(enrolment) && isObject(enrolment["document"]) ? enrolment["document"] : {};
@@ -390,10 +429,10 @@ export class Client {
     return (await r.json()) as Record<string, unknown>;
   }
 
-  private async doubleSeal(round: number, inner: Recipient, plain: Uint8Array): Promise<Uint8Array> {
+  private async doubleSeal(round: number, inner: Recipient, plain: Uint8Array, planSha256?: string): Promise<Uint8Array> {
     const [innerKey, shufflerKey] = await Promise.all([this.publicKey(inner), this.publicKey("shuffler")]);
     const sealed = await seal(innerKey, plain, infoLabel(this.collection, round, inner));
-    return seal(shufflerKey, sealed, infoLabel(this.collection, round, "shuffler"));
+    return seal(shufflerKey, sealed, infoLabel(this.collection, round, "shuffler", planSha256));
   }
 
   /** Round 1's messages: one doubly sealed message per feature of the collection, in feature order. */
@@ -435,7 +474,8 @@ export class Client {
   }
 
   /** Seal and send the pair round (fetches the signed queries when not given). */
-  async sendPairs(row: Row, queries?: PairQueries): Promise<Record<string, unknown>> {
+  async sendPairs(row: Row, queries?: PairQueries): Promise<Record<string, unknown> | null> {
+    if (this.opts.joinPairs === false) return null; // opted out: nothing fetched, nothing sent
     const q = queries ?? (await this.pairs());
     if (q === null) throw new ProtocolError(`the curator of ${JSON.stringify(this.collection)} published no pair queries`);
     checkPairs(q as unknown as JsonObject, await this.spec());
@@ -456,7 +496,7 @@ export class Client {
       if (encodeValue(values[rule.feature]!) === rule.value_key || coin(rule.probability)) values[rule.feature] = REDACTED;
     }
     const plain = packRow(plan.columns, plan.columns.map((c) => values[c]!), randomBytes(SALT_LENGTH), spec.round2_pad);
-    return this.doubleSeal(2, "analyst", plain);
+    return this.doubleSeal(2, "analyst", plain, await planSha256(plan));
   }
 
   /** Seal and send round 2 (fetches the plan when not given; nothing is sent for a refused plan). */
@@ -464,6 +504,12 @@ export class Client {
     const p = plan ?? (await this.plan());
     if (p === null) throw new ProtocolError(`no plan is published yet for ${JSON.stringify(this.collection)}; wait for the curator`);
     checkPlan(p as unknown as JsonObject, await this.spec());
+    checkOwnValues(p, row);
+    if (p.columns.length === 0) {
+      // nothing to release: the shuffler holds the round; say why (the plan's stated reasons)
+      const reasons = [...new Set(Object.values((p["excluded"] ?? {}) as Record<string, string>))].sort().join("; ");
+      throw new PlanRefusedError(`the plan of ${JSON.stringify(this.collection)} releases no column (${reasons || String(p["method"])}); nothing is sent`);
+    }
     return this.submit(2, [await this.round2(row, p)]);
   }
 }

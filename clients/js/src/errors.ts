@@ -25,3 +25,8 @@ export class PlanRefusedError extends ProtocolError {
 export class ParameterError extends Error {
   override name = "ParameterError";
 }
+
+/** A collection spec that does not pin every party's HPKE key (curator, analyst, shuffler). */
+export class UnpinnedSpecError extends ProtocolError {
+  override name = "UnpinnedSpecError";
+}

@@ -30,8 +30,10 @@ function suite(): CipherSuite {
 }
 
 /** ``sdckit/shuffle-protocol/v1|<collection>|round=<r>|to=<recipient>`` (UTF-8). */
-export function infoLabel(collection: string, round: number, recipient: Recipient): Uint8Array {
-  return utf8(`${PROTOCOL_LABEL}|${collection}|round=${round}|to=${recipient}`);
+export function infoLabel(collection: string, round: number, recipient: Recipient, planSha256?: string): Uint8Array {
+  // round 2's outer layer carries the plan's hash (issue 37): a row for another plan does not open
+  const plan = planSha256 === undefined ? "" : `|plan=${planSha256}`;
+  return utf8(`${PROTOCOL_LABEL}|${collection}|round=${round}|to=${recipient}${plan}`);
 }
 
 /** Bytes of a sealed ``plaintextLength``-byte plaintext. */

@@ -1,5 +1,6 @@
 /** The sdckit shuffle-protocol device SDK (docs/protocol.md, "A browser or app device: the SDK"). */
 
+export * from "./bounds.js";
 export * from "./bytes.js";
 export * from "./client.js";
 export { ENROL_ROUNDS, Enrolment, NONCE_LENGTH, SUITE as VOPRF_SUITE, tokenInput } from "./enrol.js";

@@ -49,10 +49,10 @@ const options = (fetch, more = {}) => ({
   ...more,
 });
 
-async function openAll(messages, round, inner) {
+async function openAll(messages, round, inner, planSha256) {
   const out = [];
   for (const m of messages) {
-    const mid = await sdk.openSealed(sdk.fromHex(vec.keys.shuffler.hpke_secret), m, sdk.infoLabel("vectors", round, "shuffler"));
+    const mid = await sdk.openSealed(sdk.fromHex(vec.keys.shuffler.hpke_secret), m, sdk.infoLabel("vectors", round, "shuffler", planSha256));
     out.push(await sdk.openSealed(sdk.fromHex(vec.keys[inner].hpke_secret), mid, sdk.infoLabel("vectors", round, inner)));
   }
   return out;
@@ -77,10 +77,13 @@ test("a session: spec, keys, plan and pairs verified; rounds sealed to the pinne
 
   const plan = await client.plan();
   assert.deepEqual(plan.columns, ["age", "sex"]);
-  const [r2] = await openAll([await client.round2(row, plan)], 2, "analyst");
+  const bound = await sdk.planSha256(plan); // round 2's outer label carries the plan's hash
+  assert.equal(bound, vec.rounds.find((r) => r.round === 2).plan_sha256);
+  await assert.rejects(openAll([await client.round2(row, plan)], 2, "analyst"), sdk.MalformedMessageError); // without it: does not open
+  const [r2] = await openAll([await client.round2(row, plan)], 2, "analyst", bound);
   // age recoded by the plan (39 -> "30-39"); sex is "Male", redacted with probability 0.25
   assert.match(body(r2), /^\[\["age","30-39"\],\["sex",("Male"|\{"redacted":true\})\]\]$/);
-  const [r2other] = await openAll([await client.round2({ ...row, age: 41, sex: "Other" }, plan)], 2, "analyst");
+  const [r2other] = await openAll([await client.round2({ ...row, age: 41, sex: "Other" }, plan)], 2, "analyst", bound);
   assert.equal(body(r2other), '[["age",{"redacted":true}],["sex",{"redacted":true}]]'); // 41: not in the recoding; "Other": the rule's value
 
   const pairs = await client.pairs();
@@ -133,4 +136,17 @@ test("Python float repr for random doubles: shortest digits, Python's layout", (
     assert.equal(Number(text), x, text); // round-trips
     assert.match(text, /^-?(\d+\.\d+|\d(\.\d+)?e[+-]\d{2,3})$/);
   }
+});
+
+test("a device that opts out of the pair round fetches and sends nothing for it", async () => {
+  const { fetch, posts } = shuffler();
+  let gets = 0;
+  const counting = async (url, init = {}) => {
+    if ((init.method ?? "GET") === "GET" && new URL(url).pathname.endsWith("/pairs")) gets++;
+    return fetch(url, init);
+  };
+  const client = new sdk.Client(options(counting, { joinPairs: false }));
+  assert.equal(await client.sendPairs(row), null);
+  assert.equal(posts.length, 0);
+  assert.equal(gets, 0);
 });

@@ -66,7 +66,12 @@ test("wire frames: the SDK packs the Python plaintexts and batches byte for byte
 test("HPKE: every round's Python-sealed message opens with the fixed keys and its labels only", async () => {
   const secret = (role) => unhex(vec.keys[role].hpke_secret);
   for (const r of vec.rounds) {
-    assert.equal(new TextDecoder().decode(sdk.infoLabel(vec.voprf.collection, r.round, "shuffler")), r.info_outer);
+    assert.equal(new TextDecoder().decode(sdk.infoLabel(vec.voprf.collection, r.round, "shuffler", r.plan_sha256)), r.info_outer);
+    if (r.round === 2) {
+      // the plan's hash as the SDK computes it from the signed plan equals Python's
+      const plan = vec.documents.find((d) => d.signed.kind === "plan").signed.document;
+      assert.equal(await sdk.planSha256(plan), r.plan_sha256);
+    }
     const inner = await sdk.openSealed(secret("shuffler"), unhex(r.sealed), new TextEncoder().encode(r.info_outer));
     const plain = await sdk.openSealed(secret(r.inner), inner, new TextEncoder().encode(r.info_inner));
     assert.equal(hex(plain), r.plaintext);

@@ -47,6 +47,7 @@ from sdckit.protocol._spec import (
     PublishedPlan,
     Redaction,
     Setting,
+    UnpinnedSpecError,
 )
 from sdckit.protocol._wire import (
     REDACTED,
@@ -81,6 +82,7 @@ __all__ = [
     "SimulationResult",
     "SuiteName",
     "Tally",
+    "UnpinnedSpecError",
     "User",
     "choose_pairs",
     "decide_plan",

@@ -17,7 +17,7 @@ import httpx
 from sdckit.errors import AuthError, MalformedMessageError, ParameterError, ProtocolError
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
-from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._planning import check_own_values, verify_pairs, verify_plan
 from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import encode_value, pack_batch
@@ -75,6 +75,9 @@ class Client:
         checked against them (``analyst_verify_key`` is needed for round 2 only).
     invite : A one-time invite for a collection that admits enrolled users (:meth:`enrol`).
     timeout : Seconds per HTTP request.
+    join_pairs : False: this device opts out of the pair round (:meth:`send_pairs` sends nothing
+        and fetches nothing); the curator's pair table then counts fewer users and is left out of
+        the plan, which rests on the single columns (issue 37).
     retry_window : Seconds during which a connection error or a 429/500/502/503/504 answer is
         retried with full-jitter exponential back-off (0.1 s doubling, at most 4 s). Safe: a
         retried submission is recognised (same body, same credential) and counted once.
@@ -102,6 +105,7 @@ class Client:
         invite: str | None = None,
         timeout: float = 30.0,
         retry_window: float = 30.0,
+        join_pairs: bool = True,
     ) -> None:
         self.shuffler_url = shuffler_url.rstrip("/")
         self.collection = collection
@@ -111,6 +115,7 @@ class Client:
         self.invite = invite
         self.timeout = timeout
         self.retry_window = retry_window
+        self.join_pairs = join_pairs
         self._http = httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(socket_options=NODELAY))
         self._user: User | None = None
         self._terms: dict[str, Any] | None = None
@@ -192,6 +197,7 @@ class Client:
             )
             if spec.id != self.collection:
                 raise MalformedMessageError(f"the relayed spec is for {spec.id!r}")
+            spec.require_pinned("this device")  # nothing is sealed to a key the spec leaves open
             terms = body.get("enrolment", {}).get("document", {})
             self._spec, self._terms = spec, dict(terms)
         return self._spec, self._terms
@@ -280,10 +286,13 @@ class Client:
         """Seal and send one message per feature of the collection."""
         return self.submit(1, self.user().round1(row))
 
-    def send_pairs(self, row: Mapping[str, Any], *, queries: PairQueries | None = None) -> dict[str, Any]:
+    def send_pairs(self, row: Mapping[str, Any], *, queries: PairQueries | None = None) -> dict[str, Any] | None:
         """Seal and send the middle round: one message per published pair query, a value the
         curator redacted sent as the redaction marker (fetches the signed queries when not given).
-        Only in a collection whose curator published pair queries."""
+        Only in a collection whose curator published pair queries. None, sending nothing, for a
+        device that opted out (``join_pairs=False``)."""
+        if not self.join_pairs:
+            return None
         queries = queries or self.pairs()
         if queries is None:
             raise ProtocolError(
@@ -322,6 +331,10 @@ class Client:
         if plan is None:
             raise ProtocolError(f"no plan is published yet for {self.collection!r}; wait for the curator")
         verify_plan(plan, self.spec())  # also a plan given by the caller: nothing is sent for a refused one
+        check_own_values(plan, row)  # counts that leave this device's own value out are not its users'
+        if not plan.columns:  # nothing to release: the shuffler holds the round; say why
+            reasons = "; ".join(sorted(set(plan.excluded.values()))) or plan.method
+            raise PlanRefusedError(f"the plan of {self.collection!r} releases no column ({reasons}); nothing is sent")
         return self.submit(2, [self.user().round2(row, plan)])
 
 

@@ -50,7 +50,7 @@ def check_suite(suite: str) -> SuiteName:
     return cast(SuiteName, suite)
 
 
-def info_label(collection: str, round_: int, recipient: Recipient) -> bytes:
+def info_label(collection: str, round_: int, recipient: Recipient, *, plan_sha256: str | None = None) -> bytes:
     """The HPKE ``info`` for one collection, round and recipient.
 
     ``sdckit/shuffle-protocol/v1|<collection>|round=<r>|to=<recipient>``: a ciphertext sealed for the
@@ -59,12 +59,18 @@ def info_label(collection: str, round_: int, recipient: Recipient) -> bytes:
 
     Examples
     --------
+    Round 2's outer layer (to the shuffler) also carries ``|plan=<SHA-256 of the plan>``
+    (:meth:`~sdckit.protocol.PublishedPlan.sha256`, issue 37): a row sealed for another plan than
+    the one the shuffler pinned does not open there, so it is refused before its credential is
+    spent.
+
     >>> info_label("adult", 1, "curator")
     b'sdckit/shuffle-protocol/v1|adult|round=1|to=curator'
     """
-    return b"|".join(
-        (PROTOCOL_LABEL, collection.encode(), f"round={round_}".encode(), f"to={recipient}".encode())
-    )
+    parts = [PROTOCOL_LABEL, collection.encode(), f"round={round_}".encode(), f"to={recipient}".encode()]
+    if plan_sha256 is not None:
+        parts.append(f"plan={plan_sha256}".encode())
+    return b"|".join(parts)
 
 
 def sealed_length(suite: SuiteName, plaintext_length: int) -> int:

@@ -485,6 +485,10 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     if not isinstance(counts, Mapping) or set(counts) != set(plan.columns):
         _refuse(what, cid, "it does not publish the counts of its columns, so its bound cannot be checked")
     assert isinstance(counts, Mapping)
+    if not all(
+        isinstance(v, Mapping) and all(type(x) is int and x >= 0 for x in v.values()) for v in counts.values()
+    ):  # int() would truncate 25.5 to 25: a count is a whole number as published, or refused
+        _refuse(what, cid, "its published counts do not parse (a count is not a whole number >= 0)")
     try:
         blocks = {
             tuple(str(c) for c in b["columns"]): {
@@ -551,6 +555,35 @@ def verify_plan(plan: PublishedPlan, spec: CollectionSpec, *, n_users: int | Non
     return bound
 
 
+def check_own_values(plan: PublishedPlan, row: Mapping[str, Any]) -> None:
+    """Refuse (:class:`~sdckit.protocol.PlanRefusedError`) a plan whose published counts do not
+    list this user's own value of an unrecoded planned column (issue 37).
+
+    In the fixed setting the round-2 users are the round-1 users, so every value a user sends raw
+    was counted: counts that leave it out are not the counts of the users the plan is sent to (a
+    curator claiming one value per column to pass the bound check). A value one of the plan's
+    redaction rules sends redacted, and a recoded column (the recoding redacts a value it does not
+    list), are sent without revealing it and pass. The statistical setting samples other users, so
+    it is not checked there. The message does not repeat the value.
+    """
+    if plan.setting != "fixed" or not plan.columns:
+        return
+    counts = plan.evidence.get("counts") if isinstance(plan.evidence, Mapping) else None
+    for c in plan.columns:
+        if c in plan.recodings or c not in row:
+            continue
+        key = encode_value(row[c])
+        listed = counts.get(c, {}) if isinstance(counts, Mapping) else {}
+        if key in listed or any(r.feature == c and r.value_key == key for r in plan.redactions):
+            continue
+        _refuse(
+            "plan",
+            plan.collection,
+            f"its published counts of {c!r} do not list this device's own value, so they are not the "
+            "counts of the users it is sent to",
+        )
+
+
 def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | None = None) -> float:
     """Check published pair queries against the collection's floors and recompute each query's
     bound (``best``, on the published counts of its columns, rare values merged); returns the sum.
@@ -597,6 +630,11 @@ def verify_pairs(queries: PairQueries, spec: CollectionSpec, *, n_users: int | N
     return min(1.0, total)
 
 
+HELD_REASON = "misnamed or missing round-1 messages"
+"""Start of the reason an empty plan states when misnamed or missing messages took its budget
+(:func:`_allowance_plan`); the shuffler holds round 2 on such a plan."""
+
+
 def _allowance_plan(
     adjusted: Mapping[str, Mapping[str, int]], moved: int, *, budget: float, k: int, **rest: Any
 ) -> PublishedPlan:
@@ -606,6 +644,9 @@ def _allowance_plan(
     allowance = min(1.0, k * moved / n) if n else 1.0
     why = f"{moved} message(s) named the wrong feature or were missing (allowance k D/n = {allowance:.4g})"
     if allowance >= budget:
+        # issue 37: an empty plan states why, per feature, so devices and operators see it; the
+        # shuffler holds round 2 on a plan that releases nothing (HELD_REASON in its evidence)
+        reason = f"{HELD_REASON}: {why} takes the whole budget {budget:g}"
         return PublishedPlan(
             collection=rest["collection"],
             columns=(),
@@ -614,10 +655,19 @@ def _allowance_plan(
             bound=0.0,
             method=f"nothing released: {why} takes the whole budget",
             n_round1=n,
+            excluded=dict.fromkeys(adjusted, reason),
+            evidence={"n": n, "moved": moved, "held": reason},
         )
     plan = decide_plan(adjusted, budget=budget - allowance, k=k, n_users=n, **rest)
     if not plan.columns:
-        return replace(plan, budget=float(budget), method=f"{plan.method}; within budget - k D/n ({why})")
+        reason = f"{HELD_REASON}: nothing fits within budget - k D/n ({why})"
+        return replace(
+            plan,
+            budget=float(budget),
+            method=f"{plan.method}; within budget - k D/n ({why})",
+            excluded={f: f"{plan.excluded.get(f, 'left out')}; {reason}" for f in adjusted},
+            evidence={"n": n, "moved": moved, "held": reason},
+        )
     return replace(
         plan,
         budget=float(budget),

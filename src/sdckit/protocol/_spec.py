@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -10,6 +11,7 @@ from typing import Any, Literal, TypeAlias
 
 from sdckit.errors import ConfigError, ParameterError, ProtocolError, SdcError
 from sdckit.protocol._crypto import SuiteName, check_suite
+from sdckit.protocol._signing import canonical_json
 from sdckit.protocol._wire import HEADER_LENGTH, REDACTED, decode_value, encode_value
 
 Setting: TypeAlias = Literal["fixed", "statistical"]
@@ -32,6 +34,14 @@ def check_collection_id(collection: str) -> str:
             f"collection id {shown} is not allowed; use 1-64 letters, digits, '.', '_' or '-'"
         )
     return collection
+
+
+PINNED_ROLES = ("curator", "analyst", "shuffler")
+"""Every party whose HPKE key a collection's spec must pin before the services or a device use it."""
+
+
+class UnpinnedSpecError(ProtocolError):
+    """A collection spec that does not pin every party's HPKE key (:data:`PINNED_ROLES`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +120,23 @@ class CollectionSpec:
 
     def __hash__(self) -> int:
         return hash((self.id, self.features, tuple(sorted(self.keys.items()))))
+
+    def unpinned(self) -> tuple[str, ...]:
+        """The roles among :data:`PINNED_ROLES` whose HPKE key this spec does not pin."""
+        return tuple(r for r in PINNED_ROLES if not self.keys.get(r))
+
+    def require_pinned(self, who: str) -> None:
+        """Refuse (:class:`UnpinnedSpecError`) a spec that does not pin every party's key: an
+        unpinned key is whatever the relay hands each device, so a party could give each device its
+        own key and tell devices apart (issue 37: 6 of 6 devices took 6 distinct analyst keys)."""
+        missing = self.unpinned()
+        if missing:
+            raise UnpinnedSpecError(
+                f"{who} refuses collection {self.id!r}: its spec does not pin the {', '.join(missing)} "
+                f"key{'s' if len(missing) > 1 else ''} (give \"keys\": {{\"analyst\": ..., \"shuffler\": ...}} "
+                "with each party's public key text, key.json.pub, when creating the collection; the "
+                "curator adds its own)"
+            )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CollectionSpec:
@@ -191,6 +218,11 @@ class PublishedPlan:
             return value
         label = mapping.get(encode_value(value))
         return REDACTED if label is None else decode_value(label)
+
+    def sha256(self) -> str:
+        """SHA-256 (hex) of the plan's canonical JSON (RFC 8785) as signed: bound into round 2's
+        outer HPKE ``info`` (:func:`~sdckit.protocol.info_label`)."""
+        return hashlib.sha256(canonical_json(self.to_dict())).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

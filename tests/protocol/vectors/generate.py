@@ -149,9 +149,9 @@ def build() -> dict[str, Any]:
     plan = PublishedPlan(
         collection=COLLECTION,
         columns=("age", "sex"),
-        k=5,
-        budget=0.05,
-        bound=0.012345678901234568,
+        k=2,  # honest: the counts give 0.1 + the decoy allowance 2 x 7 / 40 = 0.45 (both SDKs recompute it)
+        budget=0.5,
+        bound=0.46,
         method="best",
         excluded={"race": "above the budget"},
         n_round1=40,
@@ -170,9 +170,9 @@ def build() -> dict[str, Any]:
     pairs = PairQueries(
         collection=COLLECTION,
         k=5,
-        queries=(PairQuery(columns=("sex", "race"), redact={"race": ('"Other"',)}, bound=0.01),),
-        bound=0.01,
-        budget=0.05,
+        queries=(PairQuery(columns=("sex", "race"), redact={"race": ('"Other"',)}, bound=0.4),),
+        bound=0.4,  # honest: Theorem 2 with nothing sacrificed, 4 x 4 / 40
+        budget=0.5,
         pad=96,
         evidence={"race": {'"White"': 30, '{"redacted":true}': 10}, "sex": {'"Male"': 25, '"Female"': 15}},
     )
@@ -240,8 +240,9 @@ def build() -> dict[str, Any]:
     # each round's message on the wire: Enc(shuffler, Enc(inner recipient, plaintext)), then a batch
     def double(round_: int, inner: str, plain: bytes) -> str:
         sealed = seal(keys[inner][0].public_key(), plain, info_label(COLLECTION, round_, inner))  # type: ignore[arg-type]
+        bound = plan.sha256() if round_ == 2 else None  # round 2: the plan's hash in the outer label
         return seal(
-            keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler")
+            keys["shuffler"][0].public_key(), sealed, info_label(COLLECTION, round_, "shuffler", plan_sha256=bound)
         ).hex()
 
     rounds = [
@@ -251,7 +252,10 @@ def build() -> dict[str, Any]:
     ]
     for r in rounds:
         r["sealed"] = double(r["round"], r["inner"], bytes.fromhex(r["plaintext"]))
-        r["info_outer"] = info_label(COLLECTION, r["round"], "shuffler").decode()
+        bound = plan.sha256() if r["round"] == 2 else None
+        if bound is not None:
+            r["plan_sha256"] = bound
+        r["info_outer"] = info_label(COLLECTION, r["round"], "shuffler", plan_sha256=bound).decode()
         r["info_inner"] = info_label(COLLECTION, r["round"], r["inner"]).decode()  # type: ignore[arg-type]
     batch = [bytes.fromhex("00ff"), b"", bytes(range(5))]
     credentials = []

@@ -52,14 +52,24 @@ class Shuffler:
         self.batch_threshold = batch_threshold
         self._pools: dict[tuple[str, int], list[bytes]] = {}
 
-    def strip(self, outer: bytes, collection: str, round_: int, *, pad_length: int | None = None) -> bytes:
+    def strip(
+        self,
+        outer: bytes,
+        collection: str,
+        round_: int,
+        *,
+        pad_length: int | None = None,
+        plan_sha256: str | None = None,
+    ) -> bytes:
         """Open the outer layer; :class:`MalformedMessageError` if it does not open.
 
         With ``pad_length`` (the round's inner plaintext length) the inner ciphertext's length is
         also checked, so a message that would leak a value through its length is refused here.
         """
         check_collection_id(collection)
-        inner = open_sealed(self.private_key, outer, info_label(collection, round_, "shuffler"))
+        inner = open_sealed(
+            self.private_key, outer, info_label(collection, round_, "shuffler", plan_sha256=plan_sha256)
+        )
         if pad_length is not None and len(inner) != sealed_length(self.private_key.suite, pad_length):
             raise MalformedMessageError(
                 f"inner ciphertext of {len(inner)} bytes; round {round_} messages have "
@@ -72,9 +82,12 @@ class Shuffler:
         return pooled >= self.batch_threshold
 
     # in-memory pool, for pure use and tests; the service keeps its pool in SQLite
-    def submit(self, outer: bytes, collection: str, round_: int) -> None:
-        """Strip ``outer`` and add it to the in-memory pool of (collection, round)."""
-        self._pools.setdefault((collection, round_), []).append(self.strip(outer, collection, round_))
+    def submit(self, outer: bytes, collection: str, round_: int, *, plan_sha256: str | None = None) -> None:
+        """Strip ``outer`` and add it to the in-memory pool of (collection, round) (round 2: give the
+        pinned plan's ``plan_sha256``)."""
+        self._pools.setdefault((collection, round_), []).append(
+            self.strip(outer, collection, round_, plan_sha256=plan_sha256)
+        )
 
     def release(self, collection: str, round_: int, *, force: bool = False) -> list[bytes]:
         """Drain the pool in a CSPRNG permutation if it reached the threshold (or ``force``)."""

@@ -59,7 +59,6 @@ class User:
         self._info = {
             (1, "shuffler"): info_label(spec.id, 1, "shuffler"),
             (1, "curator"): info_label(spec.id, 1, "curator"),
-            (2, "shuffler"): info_label(spec.id, 2, "shuffler"),
             (2, "analyst"): info_label(spec.id, 2, "analyst"),
             (PAIR_ROUND, "shuffler"): info_label(spec.id, PAIR_ROUND, "shuffler"),
             (PAIR_ROUND, "curator"): info_label(spec.id, PAIR_ROUND, "curator"),
@@ -130,7 +129,8 @@ class User:
             self.spec.round2_pad,
         )
         inner = seal(self.analyst_key, plain, self._info[(2, "analyst")])
-        return seal(self.shuffler_key, inner, self._info[(2, "shuffler")])
+        # the plan's hash in the outer label: a row for another plan fails at the shuffler
+        return seal(self.shuffler_key, inner, info_label(self.spec.id, 2, "shuffler", plan_sha256=plan.sha256()))
 
 
 def _coin(p: float, rng: np.random.Generator | None) -> bool:

@@ -131,7 +131,17 @@ def check_id(collection: str) -> str:
         raise HTTPException(422, str(err)) from None
 
 
-def base_app(cfg: ServiceConfig, key: PrivateKey, title: str, lifespan: Any = None) -> FastAPI:
+RETRY_AFTER_SECONDS = 5
+"""``Retry-After`` of a 503 answered while a service's store is unreachable."""
+
+
+def base_app(
+    cfg: ServiceConfig,
+    key: PrivateKey,
+    title: str,
+    lifespan: Any = None,
+    problem: Callable[[], str | None] | None = None,
+) -> FastAPI:
     # max_body_size: every route, JSON ones included, gets 413 past the limit (declared or streamed)
     app = FastAPI(title=title, version=__version__, lifespan=lifespan, max_body_size=cfg.max_body_bytes)
 
@@ -156,9 +166,17 @@ def base_app(cfg: ServiceConfig, key: PrivateKey, title: str, lifespan: Any = No
         ]
         return JSONResponse({"detail": detail}, status_code=422)
 
-    @app.get("/healthz", tags=["public"])
-    def healthz() -> dict[str, str]:
-        """Liveness: 200 while the service runs."""
+    @app.get("/healthz", tags=["public"], response_model=None)
+    def healthz() -> dict[str, str] | JSONResponse:
+        """Health: 200 while the service runs and reaches its store; 503 with ``Retry-After`` and
+        the reason while it cannot (a shuffler replica that lost PostgreSQL)."""
+        trouble = problem() if problem is not None else None
+        if trouble:
+            return JSONResponse(
+                {"status": "unavailable", "role": cfg.role, "detail": trouble},
+                status_code=503,
+                headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+            )
         return {"status": "ok", "role": cfg.role}
 
     return app

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, field_validator
 from sdckit.errors import ParameterError
 from sdckit.protocol._planning import choose_pairs, decide_plan
 from sdckit.protocol._signing import sign_document
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, UnpinnedSpecError
 from sdckit.protocol.parties import Curator, PairCurator
 from sdckit.protocol.services._common import (
     bearer,
@@ -120,6 +120,10 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
             s = s.with_key("curator", key.public_key().to_text())
         except ParameterError as err:
             raise HTTPException(422, f"{err}: this curator's key is another") from None
+        try:  # an unpinned analyst or shuffler key lets that party hand each device its own key
+            s.require_pinned("the curator")
+        except UnpinnedSpecError as err:
+            raise HTTPException(422, str(err)) from None
         with creating:  # check and create in one step: two racing PUTs cannot both pass the check
             old = parties.get(collection)
             if old is not None and old.spec != s:

@@ -40,6 +40,7 @@ class TempPostgres:
         self.dir = Path(tempfile.mkdtemp(prefix="sdckit-pg-"))
         self.data = self.dir / "data"
         self.url = ""
+        self._opts = ""
         self._as: list[str] = []
         if os.geteuid() == 0:  # initdb and postgres refuse root
             self._as = ["runuser", "-u", "postgres", "--"]
@@ -54,12 +55,20 @@ class TempPostgres:
         self._run(
             str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8"
         )
-        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {self.dir} -c fsync=on -c max_connections=200"
-        log = str(self.dir / "server.log")
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", log, "-o", opts, "-w", "start")
+        self._opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {self.dir} -c fsync=on -c max_connections=200"
+        self.resume()
         self._run(str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "sdckit")
         self.url = f"postgresql://postgres@127.0.0.1:{port}/sdckit"
         return self.url
+
+    def resume(self) -> None:
+        """Start the server (again, after :meth:`pause`) on the same port and data."""
+        log = str(self.dir / "server.log")
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", log, "-o", self._opts, "-w", "start")
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (a store outage, for tests)."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def cpu_seconds(self) -> float:
         """CPU seconds of the server so far: the postmaster and its exited backends (Linux ``/proc``;

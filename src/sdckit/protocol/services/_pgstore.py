@@ -32,7 +32,7 @@ from typing import Any
 
 from sdckit._io._optional import require
 from sdckit.errors import ConfigError
-from sdckit.protocol.services._store import ShufflerStore
+from sdckit.protocol.services._store import PoolingElsewhereError, ShufflerStore
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_collections (id TEXT PRIMARY KEY, spec TEXT NOT NULL,"
@@ -47,7 +47,17 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS shuffler_admitted (collection TEXT NOT NULL, round INTEGER NOT NULL,"
     " users BIGINT NOT NULL, PRIMARY KEY (collection, round))",
     "CREATE TABLE IF NOT EXISTS shuffler_seed (id INTEGER PRIMARY KEY CHECK (id = 1), seed BYTEA NOT NULL)",
+    # when a replica took up pooling a spent body: another replica seeing the same body within
+    # CLAIM_SECONDS answers 503 instead of pooling it a second time (issue 37)
+    "ALTER TABLE shuffler_spent ADD COLUMN IF NOT EXISTS claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()",
+    "CREATE TABLE IF NOT EXISTS shuffler_pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
+    " PRIMARY KEY (collection, kind))",
 )
+CLAIM_SECONDS = 5.0
+"""Seconds a replica's claim to pool a spent body holds: past it, a retry of a body never marked
+pooled (its replica crashed before the mark) is pooled by the replica it reaches."""
+POOL_WAIT_SECONDS = 5.0
+"""Seconds a request waits for a store connection before it is answered 503 (Retry-After)."""
 _SCHEMA_LOCK = 0x5DC0_5F1E  # advisory lock: replicas starting together create the schema once
 
 
@@ -73,7 +83,22 @@ class PostgresShufflerStore(ShufflerStore):
                 f"cannot reach the PostgreSQL store ({where}): {str(err).strip().splitlines()[0]}; "
                 "check `store` (postgresql://user@host:port/database) and that the server runs"
             ) from None
-        self._pool = ConnectionPool(url, min_size=1, max_size=max_size, open=False, timeout=30.0)
+        # a short wait for a connection and a check on checkout: when PostgreSQL is lost a request
+        # fails within seconds (503 with Retry-After, not a hang), and after it is back the broken
+        # connections are replaced instead of failing one request each (issue 37)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_size,
+            open=False,
+            timeout=POOL_WAIT_SECONDS,
+            check=ConnectionPool.check_connection,
+        )
+        self.unavailable: tuple[type[Exception], ...] = (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            require("psycopg_pool", extra="protocol", what="store: postgresql://...").PoolTimeout,
+        )
         try:
             self._pool.open(wait=True, timeout=30.0)
         except Exception as err:
@@ -89,6 +114,15 @@ class PostgresShufflerStore(ShufflerStore):
         self._pool.close()
         super().close()
 
+    def problem(self) -> str | None:
+        """None while the shared store answers; else what is wrong (``/healthz`` says it)."""
+        try:
+            with self._pool.connection(timeout=2.0) as con:
+                con.execute("SELECT 1")
+        except self.unavailable as err:
+            return f"the PostgreSQL store is unreachable ({type(err).__name__})"
+        return None
+
     # ------------------------------------------------------------------------------ collections
 
     def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
@@ -99,6 +133,26 @@ class PostgresShufflerStore(ShufflerStore):
                 " expires = excluded.expires",
                 (collection, json.dumps(spec), json.dumps(policy), expires),
             )
+
+    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """Compare-and-set across replicas: the first document inserted is the pinned one (a
+        racing replica's insert does nothing, and both read back the same row)."""
+        with self._pool.connection() as con:
+            con.execute(
+                "INSERT INTO shuffler_pins (collection, kind, doc) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (collection, kind, json.dumps(doc)),
+            )
+            row = con.execute(
+                "SELECT doc FROM shuffler_pins WHERE collection = %s AND kind = %s", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0]))
+
+    def pinned(self, collection: str, kind: str) -> dict[str, Any] | None:
+        with self._pool.connection() as con:
+            row = con.execute(
+                "SELECT doc FROM shuffler_pins WHERE collection = %s AND kind = %s", (collection, kind)
+            ).fetchone()
+        return dict(json.loads(row[0])) if row else None
 
     def collections(self) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
         with self._pool.connection() as con:
@@ -158,6 +212,11 @@ class PostgresShufflerStore(ShufflerStore):
                 " ON CONFLICT DO NOTHING",
                 (collection, list(codes)),
             )
+
+    def invite_problems(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
+        with self._pool.connection() as con:
+            problems = self._invite_problems(con, collection, uses)
+        return [] if problems == ["an invite was spent meanwhile; retry"] else problems
 
     def use_invites(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
         if len({code for code, _ in uses}) != len(uses):
@@ -222,9 +281,22 @@ class PostgresShufflerStore(ShufflerStore):
             return
         except self._errors.UniqueViolation:
             pass
-        if self.spent_status(collection, round_, ids, body) == "used":
+        status = self.spent_status(collection, round_, ids, body)
+        if status == "used":
             raise KeyError("credential already spent")
-        # all spent by this body: a retry; a partial overlap cannot pass spent_status
+        if status == "replay":  # pooled meanwhile by the replica that spent it: not again
+            raise PoolingElsewhereError(collection)
+        # all spent by this body and not marked pooled: a retry after a crash, or another replica
+        # pooling it right now. Take it up only when no replica did within CLAIM_SECONDS
+        # (compare-and-set on claimed_at), so the same body sent to two replicas is pooled once
+        with self._pool.connection() as con:
+            cur = con.execute(
+                "UPDATE shuffler_spent SET claimed_at = now() WHERE collection = %s AND round = %s"
+                " AND id = ANY(%s) AND NOT pooled AND claimed_at < now() - make_interval(secs => %s)",
+                (collection, round_, list(ids), CLAIM_SECONDS),
+            )
+            if cur.rowcount != len(ids):
+                raise PoolingElsewhereError(collection)
 
     def add(
         self,
@@ -240,6 +312,9 @@ class PostgresShufflerStore(ShufflerStore):
         pooled and count the users admitted (shared), in that order (see the module docstring)."""
         if spend:
             self._spend(collection, round_, spend, body)
+        else:  # an open collection: reach PostgreSQL before pooling, so an outage pools nothing (503)
+            with self._pool.connection() as con:
+                con.execute("SELECT 1")
         new = super().add(collection, round_, inner, users=users)
         with self._pool.connection() as con:
             if spend:

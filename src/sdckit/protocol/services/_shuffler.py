@@ -35,11 +35,19 @@ from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._planning import verify_pairs, verify_plan
 from sdckit.protocol._signing import canonical_json, sign_document, verify_document, verify_key_from_text
-from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
+from sdckit.protocol._spec import (
+    PAIR_ROUND,
+    CollectionSpec,
+    PairQueries,
+    PlanRefusedError,
+    PublishedPlan,
+    UnpinnedSpecError,
+)
 from sdckit.protocol._wire import pack_batch, unpack_batch
 from sdckit.protocol.parties import Shuffler, secure_permutation
 from sdckit.protocol.services._common import (
     BATCH_MEDIA,
+    RETRY_AFTER_SECONDS,
     EventCounter,
     base_app,
     bearer,
@@ -51,7 +59,7 @@ from sdckit.protocol.services._common import (
 )
 from sdckit.protocol.services._config import ServiceConfig
 from sdckit.protocol.services._pgstore import open_shuffler_store
-from sdckit.protocol.services._store import ShufflerStore
+from sdckit.protocol.services._store import PoolingElsewhereError, ShufflerStore
 
 CREDENTIAL_HEADER = "sdckit-credential"
 """Request header of a token-enrolled submission: one credential per user, comma-separated."""
@@ -77,6 +85,8 @@ class Registered:
     plan: dict[str, Any] | None = None
     """The curator's signed plan as first relayed (checked with :func:`verify_plan`): pinned, so a
     plan cannot change once devices have it (in memory)."""
+    pairs_doc: dict[str, Any] | None = None
+    """The pinned pair queries as signed (what devices get from every replica)."""
     plan_hash: str | None = None
     """SHA-256 of the pinned plan's document (kept on disk instead of the plan's counts, so after
     a restart a changed plan is still refused)."""
@@ -418,7 +428,20 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         relay_http.close()
         store.close()
 
-    app = base_app(cfg, key, "sdckit shuffler", lifespan)
+    app = base_app(cfg, key, "sdckit shuffler", lifespan, problem=store.problem)
+
+    async def store_lost(_: Request, err: Exception) -> JSONResponse:
+        """The shared store is unreachable: 503 with Retry-After (devices retry), never a 500 or
+        a hang; nothing was acknowledged, so nothing is lost."""
+        events.add("store unreachable (503)")
+        return JSONResponse(
+            {"detail": f"the shuffler's store is unreachable ({type(err).__name__}); retry later"},
+            status_code=503,
+            headers={"retry-after": str(RETRY_AFTER_SECONDS)},
+        )
+
+    for exc in store.unavailable:
+        app.add_exception_handler(exc, store_lost)
     admin = Depends(bearer(cfg.admin_token, "admin"))
 
     missing: OrderedDict[str, float] = OrderedDict()  # recent misses: unknown ids cost one lookup a second
@@ -503,36 +526,53 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def admitted(collection: str) -> int | None:
         return store.users(collection, 1) or None  # replicas: all of them (shared store)
 
+    def check_plan(reg: Registered, collection: str, doc: dict[str, Any]) -> None:
+        """The curator's signature, the spec's floors and the bound recomputed from the plan's own
+        counts (409 naming the reason, 502 for a document that is not a plan)."""
+        try:
+            plan = PublishedPlan.from_dict(verify_document(doc, owners["curator"], kind="plan", signer="curator"))
+            verify_plan(plan, reg.spec, n_users=admitted(collection))
+        except PlanRefusedError as err:
+            events.add("plan refused")
+            raise HTTPException(409, str(err)) from None
+        except (MalformedMessageError, SdcError) as err:
+            raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
+
     def pinned_plan(reg: Registered, collection: str) -> dict[str, Any]:
         """The plan devices get: the first one relayed, checked against the spec's floors and its
-        own published counts (409 naming the reason otherwise), then fixed for the collection."""
+        own published counts (409 naming the reason otherwise), then fixed for the collection.
+
+        The pin is a compare-and-set in the shared store (issue 37): every replica inserts the plan
+        it checked only if none is pinned, then serves the one the store holds, so two replicas
+        racing on two plans still pin one, and any replica serves it (the document is stored, not
+        only its hash)."""
         if reg.plan is not None:
             return reg.plan
-        doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
         with pin_lock:
             if reg.plan is not None:
                 return reg.plan
-            if reg.plan_hash is None:  # replicas: another one may have pinned it meanwhile
-                reg.plan_hash = ((store.collection(collection) or ({}, {}, 0.0))[1]).get("plan_sha256")
-            if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
-                events.add("curator changed a pinned plan (refused)")
-                raise HTTPException(
-                    409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
-                )
-            try:
-                plan = PublishedPlan.from_dict(
-                    verify_document(doc, owners["curator"], kind="plan", signer="curator")
-                )
-                verify_plan(plan, reg.spec, n_users=admitted(collection))
-            except PlanRefusedError as err:
-                events.add("plan refused")
-                raise HTTPException(409, str(err)) from None
-            except (MalformedMessageError, SdcError) as err:
-                raise HTTPException(502, f"the curator's plan is not valid: {err}") from None
-            reg.plan, reg.plan_hash = doc, document_hash(doc)
+            stored = store.pinned(collection, "plan")
+            if stored is None:
+                doc = fetch("curator", f"/internal/v1/collections/{collection}/plan", "plan", 1.0)
+                if reg.plan_hash is not None and document_hash(doc) != reg.plan_hash:
+                    events.add("curator changed a pinned plan (refused)")
+                    raise HTTPException(
+                        409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                    )
+                check_plan(reg, collection, doc)
+                stored = store.pin(collection, "plan", doc)
+                if stored is None:  # one process after a restart: only the pinned plan's hash is kept
+                    events.add("curator changed a pinned plan (refused)")
+                    raise HTTPException(
+                        409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
+                    )
+                if stored != doc:
+                    events.add("another replica pinned another plan (its plan stands)")
+            check_plan(reg, collection, stored)  # the stored one too: the store is not trusted for it
+            reg.plan, reg.plan_hash = stored, document_hash(stored)
             store.register(collection, reg.signed_spec, policy_of(reg), reg.expires - time.monotonic())
-            log.info("plan of %r pinned (%d column(s))", collection, len(plan.columns))
-        return doc
+            log.info("plan of %r pinned", collection)
+        return stored
 
     @app.get("/v1/collections/{collection}/plan", tags=["public"])
     def get_plan(collection: str) -> dict[str, Any]:
@@ -552,20 +592,17 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
     @app.get("/v1/collections/{collection}/pairs", tags=["public"])
     def get_pairs(collection: str) -> dict[str, Any]:
-        """The curator's pair queries of the middle round, signed by the curator (404 until asked;
-        relayed)."""
-        collection_of(collection)
-        return fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 1.0)
+        """The curator's pair queries of the middle round, signed by the curator (404 until asked):
+        checked (:func:`sdckit.protocol.verify_pairs`, 409 with the reason if refused) and pinned
+        like the plan, so every replica relays the same queries."""
+        reg = collection_of(collection)
+        pair_queries(reg, collection)
+        assert reg.pairs_doc is not None
+        return reg.pairs_doc
 
-    def pair_queries(reg: Registered, collection: str) -> None:
-        """Fetch and check the pair queries once (they are fixed once published)."""
-        if reg.pairs is not None:
-            return
-        doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
+    def check_pairs(reg: Registered, collection: str, doc: dict[str, Any]) -> PairQueries:
         try:
-            queries = PairQueries.from_dict(
-                verify_document(doc, owners["curator"], kind="pairs", signer="curator")
-            )
+            queries = PairQueries.from_dict(verify_document(doc, owners["curator"], kind="pairs", signer="curator"))
         except (MalformedMessageError, SdcError) as err:
             raise HTTPException(502, f"the curator's pair queries are not valid: {err}") from None
         if queries.collection != collection or not queries.queries:
@@ -575,7 +612,27 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         except PlanRefusedError as err:
             events.add("pair queries refused")
             raise HTTPException(409, str(err)) from None
-        reg.pairs = queries
+        return queries
+
+    def pair_queries(reg: Registered, collection: str) -> None:
+        """Fetch, check and pin the pair queries once (compare-and-set in the shared store, as the
+        plan: the first checked queries stand on every replica)."""
+        if reg.pairs is not None:
+            return
+        with pin_lock:
+            if reg.pairs is not None:
+                return
+            stored = store.pinned(collection, "pairs")
+            if stored is None:
+                doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
+                check_pairs(reg, collection, doc)
+                stored = store.pin(collection, "pairs", doc)
+                if stored is None:
+                    raise HTTPException(
+                        409, f"the curator changed the pair queries of {collection!r}; the pinned ones stand"
+                    )
+            reg.pairs = check_pairs(reg, collection, stored)
+            reg.pairs_doc = stored
 
     @app.post("/v1/collections/{collection}/enrol", tags=["public"])
     def enrol(collection: str, req: EnrolRequest) -> dict[str, Any]:
@@ -601,6 +658,14 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 f"user {twice} names an invite already named in this request: one invite is one user "
                 "(the request was refused whole; no invite was spent)",
             )
+        uses = [
+            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
+            for c, u in zip(codes, req.users, strict=False)
+        ]
+        # the invites looked up first: a made-up invite costs a lookup, never a VOPRF evaluation
+        problems = store.invite_problems(collection, uses)
+        if problems:
+            raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])} (no VOPRF work done)")
         try:  # checked before any invite is spent
             flat = Issuer.parse([b for u in req.users for b in u.blinded])
         except MalformedMessageError as err:
@@ -615,10 +680,6 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             evaluated = reg.issuer.evaluate([[next(at) for _ in u.blinded] for u in req.users])
         except MalformedMessageError as err:
             raise HTTPException(400, f"{err} (no invite was spent)") from None
-        uses = [
-            (c, hashlib.sha256("|".join(u.blinded).encode()).digest())
-            for c, u in zip(codes, req.users, strict=False)
-        ]
         problems = store.use_invites(collection, uses)
         if problems:
             raise HTTPException(403, f"enrolment refused: {'; '.join(problems[:5])}")
@@ -714,6 +775,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             )
         if round_ == 2 and reg.plan is None:  # round 2 only on a checked, pinned plan (after the
             await run_in_threadpool(pinned_plan, reg, collection)  # cheap checks: no junk to the curator)
+        if round_ == 2 and reg.plan is not None and not reg.plan.get("document", {}).get("columns"):
+            held = reg.plan["document"].get("evidence", {}).get("held") or "the plan releases no column"
+            events.add("round 2 held (empty plan)")
+            return answer(h, 409, {"detail": f"round 2 of {collection!r} is held: {held}"})
         ids = [c.id for c in creds]
         if ids:
             status = await run_in_threadpool(store.spent_status, collection, round_, ids, h)
@@ -724,7 +789,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             # "retry" (replicas): spent by this very body but not known pooled (a crash between
             # the two commits): pooled again below, never lost
         # HPKE opens are CPU work: off the event loop, so a large batch does not stall other requests
-        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_)
+        # round 2: the pinned plan's hash is in the outer label, so a row sealed for another plan
+        # does not open: refused here, before its credential is spent
+        bound = reg.plan_hash if round_ == 2 else None
+        inner, error = await run_in_threadpool(_strip_all, shuffler, outer, collection, round_, bound)
         if error is not None:
             await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
@@ -734,6 +802,12 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             )
         except KeyError:
             return answer(h, 409, {"detail": "a credential was already used in this round"})
+        except PoolingElsewhereError:  # not cached in `recent`: the retry must find it pooled
+            return JSONResponse(
+                {"detail": "this submission is being pooled by another replica; retry"},
+                status_code=503,
+                headers={"retry-after": "1"},
+            )
         return answer(h, 202, {"accepted": len(inner), "new": new, "users": users})
 
     # ------------------------------------------------------------------------------- admin routes
@@ -755,6 +829,10 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                 f"collection {collection!r} is registered with another spec; its features, floors and keys are "
                 "fixed (rotate a key by creating a new collection, a visible event)",
             )
+        try:  # every key pinned, or a party could hand each device its own key
+            reg.spec.require_pinned("the shuffler")
+        except UnpinnedSpecError as err:
+            raise HTTPException(422, str(err)) from None
         pinned = dict(reg.spec.keys)
         if pinned.get("shuffler", key.public_key().to_text()) != key.public_key().to_text():
             raise HTTPException(
@@ -769,7 +847,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                         409, f"the {role}'s key is not the one the spec of {collection!r} pins: refused"
                     )
         if old is not None:
-            reg.plan, reg.plan_hash, reg.pairs = old.plan, old.plan_hash, old.pairs
+            reg.plan, reg.plan_hash, reg.pairs, reg.pairs_doc = old.plan, old.plan_hash, old.pairs, old.pairs_doc
         policy = policy_of(reg)
         store.register(collection, signed, policy, remaining)
         registry[collection] = reg
@@ -849,13 +927,13 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
 
 
 def _strip_all(
-    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int
+    shuffler: Shuffler, outer: list[bytes], collection: str, round_: int, plan_sha256: str | None = None
 ) -> tuple[list[bytes], str | None]:
     """Strip every message, stopping at the first that does not open (then: what went wrong)."""
     inner = []
     for i, m in enumerate(outer):
         try:
-            inner.append(shuffler.strip(m, collection, round_))
+            inner.append(shuffler.strip(m, collection, round_, plan_sha256=plan_sha256))
         except MalformedMessageError as err:
             return inner, f"message {i} of {len(outer)}: {err}"
     return inner, None

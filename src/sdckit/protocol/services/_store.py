@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sdckit.protocol._signing import canonical_json
 from sdckit.protocol._wire import FeatureMessage, RowMessage, encode_value
 from sdckit.protocol.parties import Tally
 
@@ -65,6 +66,12 @@ class _Store:
             self._con.close()
 
 
+class PoolingElsewhereError(Exception):
+    """The same body is being pooled by another replica right now (its spend is fresh and not yet
+    marked pooled): answered 503 with Retry-After, so the retry finds it pooled (202, not pooled
+    again)."""
+
+
 class ShufflerStore(_Store):
     """The shuffler's state: registered collections, invites, spent credentials (hashes of their
     nonces), and the pool of stripped (inner) ciphertexts keyed by their SHA-256, per round.
@@ -89,6 +96,8 @@ class ShufflerStore(_Store):
         " PRIMARY KEY (collection, code)) WITHOUT ROWID",
         "CREATE TABLE IF NOT EXISTS spent (collection TEXT NOT NULL, round INTEGER NOT NULL, id BLOB NOT NULL,"
         " body BLOB NOT NULL, PRIMARY KEY (collection, round, id)) WITHOUT ROWID",
+        "CREATE TABLE IF NOT EXISTS pins (collection TEXT NOT NULL, kind TEXT NOT NULL, doc TEXT NOT NULL,"
+        " PRIMARY KEY (collection, kind)) WITHOUT ROWID",
     )
     _STAT_KEYS = (
         "received",
@@ -106,6 +115,42 @@ class ShufflerStore(_Store):
         cur.execute("INSERT OR IGNORE INTO stats (collection, round) VALUES (?, ?)", (collection, round_))
 
     # ------------------------------------------------------------------------------ collections
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        super().__init__(path, synchronous=synchronous)
+        self._pinned_docs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    unavailable: tuple[type[Exception], ...] = ()
+    """Exceptions meaning the store cannot be reached (none for the embedded SQLite file)."""
+
+    def problem(self) -> str | None:
+        """None while the store answers (the embedded SQLite file always does)."""
+        return None
+
+    def pin(self, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any] | None:
+        """Compare-and-set: pin ``doc`` as the collection's ``kind`` (``plan``, ``pairs``) unless
+        another is pinned already; returns the pinned document, or None when another one is pinned
+        whose document this process no longer holds (after a restart: the caller refuses, 409).
+
+        One process: the document stays in memory and only its SHA-256 goes to disk, so the store
+        holds no value, not even the public plan's counts (the PostgreSQL store of replicas keeps
+        the document itself, so any replica can serve it)."""
+        digest = hashlib.sha256(canonical_json(doc)).hexdigest()
+        with self.tx() as cur:
+            cur.execute(
+                "INSERT INTO pins (collection, kind, doc) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (collection, kind, digest),
+            )
+            row = cur.execute(
+                "SELECT doc FROM pins WHERE collection = ? AND kind = ?", (collection, kind)
+            ).fetchone()
+        if row[0] != digest:
+            return self._pinned_docs.get((collection, kind))
+        return self._pinned_docs.setdefault((collection, kind), doc)
+
+    def pinned(self, collection: str, kind: str) -> dict[str, Any] | None:
+        """The pinned ``kind`` of the collection if this process holds it, else None."""
+        return self._pinned_docs.get((collection, kind))
 
     def register(self, collection: str, spec: dict[str, Any], policy: dict[str, Any], expires: float) -> None:
         """Store a registration; ``expires`` is the seconds it has left (running time)."""
@@ -172,6 +217,21 @@ class ShufflerStore(_Store):
                 "INSERT OR IGNORE INTO invites (collection, code) VALUES (?, ?)",
                 [(collection, c) for c in codes],
             )
+
+    def invite_problems(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
+        """What :meth:`use_invites` would refuse, spending nothing: looked up before any VOPRF
+        work, so made-up invites cost a lookup, not an evaluation (issue 37)."""
+        problems: list[str] = []
+        with self._lock:
+            for i, (code, req) in enumerate(uses):
+                row = self._con.execute(
+                    "SELECT used FROM invites WHERE collection = ? AND code = ?", (collection, code)
+                ).fetchone()
+                if row is None:
+                    problems.append(f"user {i}: unknown invite")
+                elif row[0] is not None and row[0] != req:
+                    problems.append(f"user {i}: invite already used")
+        return problems
 
     def use_invites(self, collection: str, uses: Sequence[tuple[bytes, bytes]]) -> list[str]:
         """Spend invites (code hash, request hash), all or none. Returns the problems (empty: spent).
