@@ -36,10 +36,13 @@ __all__ = [
 SOURCE = "the workbench"
 """Where the app's settings come from, in error messages (as ``sdckit run`` names its file)."""
 
-ROLES = ("quasi_identifier", "numeric_key", "numeric", "sensitive", "weight", "identifier", "keep", "none")
+ROLES = ("quasi_identifier", "numeric_key", "numeric", "sensitive", "weight", "household", "identifier", "keep", "none")
 """A column's role on screen. ``quasi_identifier`` is a categorical key (compared value by value);
 ``numeric_key`` a numeric quasi-identifier that is also masked (it is in both ``quasi_identifiers``
-and ``numeric`` of the pipeline file); ``none`` is not released."""
+and ``numeric`` of the pipeline file); ``household`` the one column that groups the rows of a
+household or other cluster (``household: column`` of the pipeline file); ``none`` is not released.
+A ``quasi_identifier`` stored as numbers (``sex`` coded 1/2) is also written under ``categorical:``,
+so that the pipeline compares its codes and never averages them."""
 
 ROLE_LABELS = {
     "quasi_identifier": "quasi-identifier (categorical)",
@@ -47,6 +50,7 @@ ROLE_LABELS = {
     "numeric": "numeric (masked)",
     "sensitive": "sensitive",
     "weight": "weight",
+    "household": "household id (cluster)",
     "identifier": "identifier (never released)",
     "keep": "keep (released as is)",
     "none": "no role (not released)",
@@ -114,6 +118,9 @@ class Workbench:
     input: str = "adult"
     """``adult`` (the bundled data) or a path on this machine."""
     input_name: str = "UCI Adult (bundled)"
+    coded: tuple[str, ...] = ()
+    """The input's columns stored as numbers: one of them as a ``quasi_identifier`` is written under
+    ``categorical:`` (its values are codes)."""
     """How the page names the input (an uploaded file's own name)."""
     read: tuple[tuple[str, Any], ...] = ()
     """Reading options that differ from the defaults (``read`` of the pipeline file)."""
@@ -153,6 +160,17 @@ class Workbench:
             cols = [c for c, r in self.roles if r in roles]
             if cols:
                 out[key] = cols
+        categorical = [c for c, r in self.roles if r == "quasi_identifier" and c in self.coded]
+        if categorical:
+            out["categorical"] = categorical
+        household = [c for c, r in self.roles if r == "household"]
+        if household:
+            if not has_household_role():
+                raise ConfigError(
+                    f"{SOURCE}: column {household[0]!r}: this sdckit's pipeline has no household role (household:); "
+                    "give the column the role identifier (withheld) instead."
+                )
+            out["household"] = household[0]
         out["k"], out["budget"] = self.k, self.budget
         if self.reproducible:
             if "reproducible" in PipelineConfig.model_fields:  # the explicit opt-in, where the pipeline has it
@@ -183,11 +201,20 @@ class Workbench:
         return "\n".join(head) + "\n" + body
 
 
+def has_household_role() -> bool:
+    """Whether the pipeline file takes ``household: column`` (the household role)."""
+    return "household" in PipelineConfig.model_fields
+
+
 def roles_of(columns: Sequence[str], roles: Any) -> tuple[tuple[str, str], ...]:
     """A :class:`~sdckit.pipeline.Roles` as ``(column, role)`` for every column (see :data:`ROLES`)."""
     out = []
+    household = getattr(roles, "household", None)
+    households = {household} if isinstance(household, str) else set(household or ())
     for c in columns:
-        if c in roles.identifiers:
+        if c in households:
+            role = "household"
+        elif c in roles.identifiers:
             role = "identifier"
         elif c in roles.quasi_identifiers:
             role = "numeric_key" if c in roles.numeric else "quasi_identifier"
@@ -213,6 +240,10 @@ def check_roles(columns: Sequence[str], given: Mapping[str, str]) -> tuple[tuple
         if role not in ROLES:
             raise ConfigError(f"{SOURCE}: column {c!r}: {role!r} is not a role; use one of {', '.join(ROLES)}.")
         out.append((c, role))
+    households = [c for c, r in out if r == "household"]
+    if len(households) > 1:
+        raise ConfigError(f"{SOURCE}: columns {households[0]!r} and {households[1]!r} are both the household id; "
+                          "give one of them another role (one column groups the rows of a household).")
     unknown = [c for c in given if c not in columns]
     if unknown:
         raise ConfigError(f"{SOURCE}: column {unknown[0]!r} is not in the data; reload the page.")

@@ -146,7 +146,8 @@ class Workspace:
             roles, guess_error = Roles(quasi_identifiers=()), str(err)
         self.glances[(source, read_items)] = _glance(frame, roles, guess_error)
         shown = name or ("UCI Adult (bundled)" if source == "adult" else Path(source).name)
-        new = replace(self.state, input=source, input_name=shown, read=read_items,
+        coded = tuple(c for c, t in frame.schema.items() if t.is_numeric())
+        new = replace(self.state, input=source, input_name=shown, read=read_items, coded=coded,
                       roles=roles_of(frame.columns, roles), steps=())
         self.history.change(new, f"load {shown}")
         self.plan = None

@@ -19,8 +19,9 @@ from sdckit._checks import _WEIGHT_NAME
 
 __all__ = ["Flag", "Roles", "guess_roles"]
 
-_ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid)([^a-z]|$)|_id$|^id_")
+_ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid|hid)([^a-z]|$)|_id$|^id_")
 _TARGET_NAME = re.compile(r"(^|[^a-z])(target|label|class|outcome|y|income|salary|diagnosis|disease|response)([^a-z]|$)")
+_HOUSEHOLD_NAME = re.compile(r"(^|[^a-z])(hid|hhid|household|hh)([^a-z]|$)|hid$|hh_?id")
 NEAR_UNIQUE = 0.5
 """A column with at least this share of distinct values among the rows is near-unique."""
 
@@ -31,7 +32,7 @@ class Flag:
 
     column: str
     kind: str
-    """``near-unique``, ``weight-like``, ``id-like``, ``target-like`` or ``guessed``."""
+    """``near-unique``, ``weight-like``, ``id-like``, ``target-like``, ``constant``, ``coarser-copy`` or ``guessed``."""
     message: str
 
     def to_dict(self) -> dict[str, str]:
@@ -106,6 +107,7 @@ def guess_roles(
     numeric: list[str] = []
     flags: list[Flag] = []
     guessed_weight, guessed_ids, guessed_sensitive = list(weight), list(identifiers), list(sensitive)
+    keep: list[str] = []
     cats = set(categorical)
     for name, dtype in frame.schema.items():
         if name in declared:
@@ -129,12 +131,20 @@ def guess_roles(
                 flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
                                   f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
             continue
+        if n > 1 and n_distinct <= 1:
+            keep.append(name)
+            flags.append(Flag(name, "constant", f"{name!r} holds one value in all {n:,} rows: it tells nothing apart, "
+                              f"so it is no quasi-identifier; released as is (keep). Declare its role to change that."))
+            continue
         unique = n > 2 and n_distinct == n
         counter = unique and dtype.is_integer() and _is_counter(frame[name])
         if _ID_NAME.search(low) or counter or (unique and not dtype.is_numeric()):
             guessed_ids.append(name)
+            household = " If it groups the rows of one household, declare it as such (household: " + name + ")." \
+                if _HOUSEHOLD_NAME.search(low) else ""
             flags.append(Flag(name, "id-like", f"{name!r} looks like an identifier ({n_distinct:,} distinct values in "
-                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
+                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."
+                              + household))
             continue
         if n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n:
             if dtype.is_numeric():
@@ -151,6 +161,12 @@ def guess_roles(
             numeric.append(name)
         if not dtype.is_float():  # near-unique columns were set aside above
             qis.append(name)
+    for coarse, fine in _coarser_copies(frame, qis):
+        qis.remove(coarse)
+        flags.append(Flag(coarse, "coarser-copy", f"{coarse!r} is a coarser copy of {fine!r} (each value of {fine!r} "
+                          f"goes with one value of {coarse!r}): no quasi-identifier of its own and not released, since "
+                          f"beside a recoded {fine!r} it would give the finer values back. Declare its role "
+                          f"(quasi_identifiers or keep: [{coarse}]) to release it."))
     if qis:
         flags.append(Flag(", ".join(qis), "guessed", "quasi-identifiers guessed from the data (text, boolean and "
                           "integer columns with few distinct values); declare quasi_identifiers to choose them."))
@@ -160,10 +176,35 @@ def guess_roles(
         sensitive=tuple(guessed_sensitive),
         weight=tuple(guessed_weight),
         identifiers=tuple(guessed_ids),
+        keep=tuple(keep),
         categorical=tuple(c for c in frame.columns if c in cats),
         guessed=True,
         flags=tuple(flags),
     )
+
+
+MIN_MEAN_GROUP = 5
+"""A column determines another only if its values hold this many rows on average (fewer: a chance
+dependence of small data, as a near-unique column "determines" every other)."""
+
+
+def _coarser_copies(frame: pl.DataFrame, candidates: Sequence[str]) -> list[tuple[str, str]]:
+    """``(coarse, fine)`` pairs among ``candidates``: ``coarse`` has fewer distinct values than
+    ``fine`` and is a function of it (one ``coarse`` value per ``fine`` value, missing a value of
+    its own), ``fine`` holding at least :data:`MIN_MEAN_GROUP` rows per value on average. Each
+    coarse column is named once, with its finest determining column."""
+    n = frame.height
+    distinct = {c: frame[c].n_unique() for c in candidates}
+    out: list[tuple[str, str]] = []
+    for coarse in candidates:
+        finer = [f for f in candidates if f != coarse and distinct[coarse] < distinct[f] and n >= MIN_MEAN_GROUP * distinct[f]
+                 and (f, coarse) not in out]
+        for fine in sorted(finer, key=lambda f: -distinct[f]):
+            pairs = frame.select(pl.struct(fine, coarse).n_unique()).item()
+            if pairs == distinct[fine]:
+                out.append((coarse, fine))
+                break
+    return out
 
 
 def _is_counter(s: pl.Series) -> bool:
