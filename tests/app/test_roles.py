@@ -84,7 +84,8 @@ def test_household_role_is_exported_where_the_pipeline_has_it(monkeypatch: pytes
     out = state.pipeline_dict(export=True)
     assert out["household"] == "ori_hid"
     assert out["categorical"] == ["sex"]
-    assert "ori_hid" not in out.get("quasi_identifiers", []) and "ori_hid" not in out.get("identifiers", [])
+    assert "ori_hid" not in out.get("quasi_identifiers", [])
+    assert "ori_hid" not in out.get("identifiers", [])
     monkeypatch.setattr(session_module, "has_household_role", lambda: False)
     with pytest.raises(ConfigError, match=r"column 'ori_hid': .*household role .* identifier"):
         state.pipeline_dict(export=True)
@@ -99,7 +100,7 @@ def test_two_household_columns_are_refused_in_words() -> None:
 def test_testdata2_with_a_household_and_categorical_keys_round_trips(tmp_path: Path) -> None:
     roles = {c: "none" for c in ("relat2", "water2", "water3", "represent", "category_count", "hhcivil")}
     roles |= {c: "quasi_identifier" for c in KEYS} | {"ori_hid": "household", "sampling_weight": "weight"}
-    client, app, base = _session(roles)
+    client, _, base = _session(roles)
     text = client.get(base + "export/pipeline.yaml").text
     path = tmp_path / "pipeline.yaml"
     path.write_text(text, encoding="utf-8")

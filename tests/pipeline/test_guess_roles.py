@@ -27,7 +27,8 @@ def test_no_identifier_constant_or_coarser_copy_becomes_a_key(testdata2: pl.Data
     roles = guess_roles(testdata2)
     assert set(roles.quasi_identifiers) == {"urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "age",
                                             "hhcivil", "category_count"}
-    assert "ori_hid" in roles.identifiers and "ori_hid" not in roles.numeric
+    assert "ori_hid" in roles.identifiers
+    assert "ori_hid" not in roles.numeric
     assert roles.keep == ("represent",)
     for copy in ("relat2", "water2", "water3"):
         assert copy not in roles.released(testdata2.columns)
