@@ -33,7 +33,7 @@ from fastapi.responses import (
 )
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from sdckit.app._figures import risk_histogram_svg
+from sdckit.app._figures import group_size_plot, loss_plot, risk_histogram_svg, risk_plot, without_plot
 from sdckit.app._forms import (
     field_values,
     help_html,
@@ -129,7 +129,7 @@ def create_app(
             default_suppression=ws.plan_options.get("suppression", str(state.budget)),
             undo_label=ws.history.undo_stack[-1][1] if ws.history.undo_stack else None,
             redo_label=ws.history.redo_stack[-1][1] if ws.history.redo_stack else None,
-            draft=ws.draft, verdict=verdict,
+            draft=ws.draft, verdict=verdict, plots=_plots(run),
         )
 
     def answer(ws: Workspace) -> JSONResponse:
@@ -244,6 +244,18 @@ def create_app(
 
     app.state.sessions = sessions
     return app
+
+
+def _plots(run: Any) -> list[Any]:
+    """Every plot of the state on screen, drawn from its own run (so never stale), each titled with its keys."""
+    if run is None:
+        return []
+    out = [risk_plot(run.input_figures, "input as is"), risk_plot(run.release_figures, "release now"),
+           group_size_plot(run.input_figures, "input as is"), group_size_plot(run.release_figures, "release now"),
+           loss_plot(run.loss, run.release_figures.measure.quasi_identifiers)]
+    if run.release_figures.measure.exposure_without:
+        out.append(without_plot(run.release_figures))
+    return out
 
 
 def _safe_hierarchies(text: str) -> dict[str, str]:
