@@ -42,6 +42,15 @@ from sdckit.app._forms import (
     step_fields,
     uses_yaml,
 )
+from sdckit.app._security import (
+    IDLE_SECONDS,
+    MAX_UPLOAD_BYTES,
+    SESSIONS_PER_CLIENT,
+    check_token,
+    cross_site,
+    too_large_message,
+    upload_too_large,
+)
 from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles, parse_step, step_text
 from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
@@ -51,6 +60,8 @@ from sdckit.report._release_check import verdict
 __all__ = ["create_app"]
 
 MAX_SESSIONS = 32
+MAX_JSON_BYTES = 4 * 1024 * 1024
+"""An action's JSON body larger than this is refused (a page posts a few kilobytes)."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
        "connect-src 'self'; frame-ancestors 'none'; form-action 'self'")
@@ -66,12 +77,15 @@ def _env() -> Environment:
 
 def create_app(
     *, initial: str | None = None, read: dict[str, Any] | None = None, token: str | None = None,
-    check_host: bool = True,
+    check_host: bool = True, max_upload: int = MAX_UPLOAD_BYTES,
 ) -> FastAPI:
     """The workbench as an ASGI app. ``initial``: a file (or ``adult``) each new session loads;
     ``token``: required on every request; ``check_host``: refuse a non-loopback ``Host`` header
     (off only when the server listens beyond loopback, with a token)."""
+    if token is not None:
+        check_token(token)  # a weak token is refused before the server starts
     sessions: dict[str, Workspace] = {}
+    owners: dict[str, str] = {}  # session id -> the client address that opened it
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -108,6 +122,7 @@ def create_app(
         cookie = request.cookies.get(f"sdckit_{sid}", "")
         if ws is None or not secrets.compare_digest(cookie.encode(), ws.secret.encode()):
             raise HTTPException(404, "no such session in this browser: open the workbench's address again.")
+        ws.last_used = time.monotonic()
         return ws
 
     def panel(ws: Workspace) -> str:
@@ -140,11 +155,20 @@ def create_app(
 
     @app.get("/")
     def open_session(request: Request) -> Response:
-        while len(sessions) >= MAX_SESSIONS:  # the least recently used session goes
-            oldest = min(sessions.values(), key=lambda w: w.last_used)
-            sessions.pop(oldest.id).close()
+        if cross_site(request.headers, request.headers.get("host", "")):
+            return PlainTextResponse("sdckit app opens a session only when you open its address yourself; this request "
+                                     "came from a page of another site.", 403)
+        client = request.client.host if request.client is not None else ""
+        if sum(1 for o in owners.values() if o == client) >= SESSIONS_PER_CLIENT:
+            _make_room(sessions, owners, lambda ws: owners.get(ws.id) == client)
+        if len(sessions) >= MAX_SESSIONS:
+            _make_room(sessions, owners, lambda ws: True)
+        if len(sessions) >= MAX_SESSIONS or sum(1 for o in owners.values() if o == client) >= SESSIONS_PER_CLIENT:
+            return PlainTextResponse(f"sdckit app: too many open sessions (at most {MAX_SESSIONS}, {SESSIONS_PER_CLIENT} per "
+                                     "client), none idle; close a tab's work or restart `sdckit app`.", 503)
         ws = Workspace()
         sessions[ws.id] = ws
+        owners[ws.id] = client
         if initial is not None:
             try:
                 ws.load(initial, dict(read or {}))
@@ -189,10 +213,20 @@ def create_app(
     async def act(sid: str, action: str, request: Request) -> JSONResponse:
         ws = session(sid, request)
         if action == "upload":
-            body = await request.body()
+            refusal = upload_too_large(request.headers, max_upload)
+            if refusal is not None:  # refused on its announced size, before a byte of it is read
+                return PlainTextResponse(refusal, 413)
+            chunks, size = [], 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_upload:
+                    return PlainTextResponse(too_large_message(None, max_upload), 413)
+                chunks.append(chunk)
             form: dict[str, Any] = dict(request.query_params)
-            form["_body"] = body
+            form["_body"] = b"".join(chunks)
         else:
+            if upload_too_large(request.headers, MAX_JSON_BYTES) is not None:
+                return PlainTextResponse("the workbench: the action's body is too large.", 413)
             try:
                 form = await request.json() if (await request.body()) else {}
             except ValueError:
@@ -244,6 +278,17 @@ def create_app(
 
     app.state.sessions = sessions
     return app
+
+
+def _make_room(sessions: dict[str, Workspace], owners: dict[str, str], among: Any) -> None:
+    """Close the least recently used session of ``among`` if it is idle (never one in use)."""
+    now = time.monotonic()
+    idle = [ws for ws in sessions.values() if among(ws) and now - ws.last_used >= IDLE_SECONDS
+            and not (ws.job is not None and ws.job.running)]
+    if idle:
+        oldest = min(idle, key=lambda w: w.last_used)
+        sessions.pop(oldest.id).close()
+        owners.pop(oldest.id, None)
 
 
 def _plots(run: Any) -> list[Any]:
