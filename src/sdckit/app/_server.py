@@ -42,6 +42,7 @@ from sdckit.app._forms import (
     step_fields,
     uses_yaml,
 )
+from sdckit.app._jobs import unexpected_error
 from sdckit.app._security import (
     IDLE_SECONDS,
     MAX_UPLOAD_BYTES,
@@ -240,6 +241,10 @@ def create_app(
                 _do(ws, action, form)
             except SdcError as err:
                 ws.error = user_error(err)
+            except HTTPException:
+                raise
+            except Exception as err:  # a bug: in words, and the session goes on
+                ws.error = unexpected_error(action.replace("_", " "), err)
             return answer(ws)
 
     @app.get("/s/{sid}/plot/{which}.svg")
@@ -275,6 +280,10 @@ def create_app(
         if ws.report_path is None or ws.report_for != ws.state:
             return PlainTextResponse("Error: build the report of the state on screen first (Export, Build the report).", 409)
         return FileResponse(ws.report_path, filename="report.html", media_type="text/html")
+
+    @app.exception_handler(HTTPException)
+    async def in_words(_: Request, exc: HTTPException) -> Response:
+        return PlainTextResponse(str(exc.detail), exc.status_code)  # the page shows this line as it is
 
     app.state.sessions = sessions
     return app
