@@ -42,6 +42,15 @@ from sdckit.app._forms import (
     step_fields,
     uses_yaml,
 )
+from sdckit.app._hierarchies import (
+    grouping_hierarchy,
+    hierarchy_csv,
+    hierarchy_from_csv,
+    interval_hierarchy,
+    parse_breaks,
+    parse_groups,
+    quantile_breaks,
+)
 from sdckit.app._jobs import unexpected_error
 from sdckit.app._security import (
     IDLE_SECONDS,
@@ -139,7 +148,9 @@ def create_app(
             step_fields=step_fields, field_values=field_values,
             role_of=state.role_of, steps=state.step_list(),
             plan=ws.plan if ws.plan_for == state else None,
-            plan_steps=plan_steps(ws.plan, plan_hier, state.k) if ws.plan is not None and ws.plan_for == state else [],
+            plan_steps=plan_steps(ws.plan, ws.plan_hierarchies or plan_hier, state.k)
+            if ws.plan is not None and ws.plan_for == state else [],
+            hierarchies=ws.hierarchies, numeric_columns=[c for c in state.coded],
             report_ready=ws.report_path is not None and ws.report_for == state,
             default_hierarchies=ws.plan_options.get("hierarchies", "adult" if state.input == "adult" else ""),
             default_suppression=ws.plan_options.get("suppression", str(state.budget)),
@@ -257,6 +268,15 @@ def create_app(
             raise HTTPException(404, "no measured release on screen")
         svg = risk_histogram_svg(run.input_figures if which == "input" else run.release_figures)
         return Response(svg, media_type="image/svg+xml")
+
+    @app.get("/s/{sid}/hierarchy/{column}.csv")
+    def hierarchy_file(sid: str, column: str, request: Request) -> Response:
+        ws = session(sid, request)
+        h = ws.hierarchies.get(column)
+        if h is None:
+            raise HTTPException(404, f"no hierarchy of {column!r} in this session; build or load one first.")
+        return Response(hierarchy_csv(h), media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{column}.csv"'})
 
     @app.get("/s/{sid}/export/pipeline.yaml")
     def export_yaml(sid: str, request: Request) -> Response:
@@ -414,12 +434,16 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
     elif action == "cancel":
         ws.cancel()
     elif action == "plan":
-        ws.start_plan(str(form.get("hierarchies", "")), str(form.get("suppression", "")))
+        ws.start_plan(str(form.get("hierarchies", "")), str(form.get("suppression", "")),
+                      use_built=form.get("use_built", True) not in (False, "false", "off", "0"))
+    elif action in ("build_hierarchy", "load_hierarchy", "remove_hierarchy"):
+        _hierarchy_action(ws, action, form)
     elif action == "apply_plan":
         if ws.plan is None or ws.plan_for != state:
             raise ConfigError("the workbench: no plan for the state on screen; ask the planner first.")
 
-        added = [(kind, json.dumps(opts)) for kind, opts in plan_steps(ws.plan, _hierarchies(ws.plan_options.get("hierarchies", "")), state.k)]
+        used = ws.plan_hierarchies or _hierarchies(ws.plan_options.get("hierarchies", ""))
+        added = [(kind, json.dumps(opts)) for kind, opts in plan_steps(ws.plan, used, state.k)]
         if not added:
             ws.notice = "The plan needs no step: the release is within budget as it is."
             return
@@ -431,6 +455,35 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
         ws.start_report()
     else:
         raise HTTPException(404, f"no action {action!r}")
+
+
+def _hierarchy_action(ws: Workspace, action: str, form: dict[str, Any]) -> None:
+    """Build (by breaks, quantiles or groups), load (ARX's CSV) or remove a column's hierarchy."""
+    column = str(form.get("column", ""))
+    if ws.frame is None or column not in ws.frame.columns:
+        raise ConfigError(f"the workbench: hierarchies: column {column!r} is not in the data; choose one of the list.")
+    if action == "remove_hierarchy":
+        ws.hierarchies.pop(column, None)
+        return
+    values = ws.frame[column].drop_nulls().to_list()
+    if action == "load_hierarchy":
+        ws.hierarchies[column] = hierarchy_from_csv(column, str(form.get("text", "")), values)
+        ws.notice = f"Hierarchy of {column} loaded ({ws.hierarchies[column].n_levels} levels)."
+        return
+    how = str(form.get("how", "breaks"))
+    if how == "breaks":
+        h = interval_hierarchy(column, values, parse_breaks(column, str(form.get("breaks", ""))))
+    elif how == "quantiles":
+        if not ws.frame.schema[column].is_numeric():
+            raise ConfigError(f"the workbench: hierarchies: column {column!r} holds text; quantiles need numbers "
+                              "(group its categories instead).")
+        h = interval_hierarchy(column, values, quantile_breaks(column, values, _int(form, "quantiles", "classes")))
+    elif how == "groups":
+        h = grouping_hierarchy(column, values, parse_groups(column, str(form.get("groups", ""))))
+    else:
+        raise ConfigError(f"the workbench: hierarchies: {how!r} is no way to build one; use breaks, quantiles or groups.")
+    ws.hierarchies[column] = h
+    ws.notice = f"Hierarchy of {column} built ({h.n_levels} levels, the last * = withheld)."
 
 
 def _check_index(index: int, steps: list[Any]) -> None:

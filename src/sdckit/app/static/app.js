@@ -114,6 +114,11 @@
       showYaml(el.form, el.checked);
     } else if (el.id === "reproducible") {
       document.getElementById("seed").disabled = !el.checked;
+    } else if (el.id === "hier-file" && el.files && el.files.length) {
+      // a hierarchy file is small text: read here, posted with its column
+      el.files[0].text().then(function (text) {
+        post("load_hierarchy", { column: document.getElementById("hier-load-column").value, text: text });
+      });
     } else if (el.dataset.upload && el.files && el.files.length) {
       const file = el.files[0];
       const form = document.getElementById("load-path");
