@@ -52,6 +52,7 @@ from sdckit.app._hierarchies import (
     quantile_breaks,
 )
 from sdckit.app._jobs import unexpected_error
+from sdckit.app._keys import combinations_below, frequency_table, preview_recode, recode_rule
 from sdckit.app._security import (
     IDLE_SECONDS,
     MAX_UPLOAD_BYTES,
@@ -61,7 +62,15 @@ from sdckit.app._security import (
     too_large_message,
     upload_too_large,
 )
-from sdckit.app._session import ROLE_LABELS, ROLES, STEP_TEMPLATES, check_roles, parse_step, step_text
+from sdckit.app._session import (
+    ROLE_LABELS,
+    ROLES,
+    STEP_TEMPLATES,
+    check_roles,
+    parse_step,
+    parse_step_options,
+    step_text,
+)
 from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
 from sdckit.pipeline._config import STEP_KINDS
@@ -156,7 +165,7 @@ def create_app(
             default_suppression=ws.plan_options.get("suppression", str(state.budget)),
             undo_label=ws.history.undo_stack[-1][1] if ws.history.undo_stack else None,
             redo_label=ws.history.redo_stack[-1][1] if ws.history.redo_stack else None,
-            draft=ws.draft, verdict=verdict, plots=_plots(run),
+            draft=ws.draft, verdict=verdict, plots=_plots(run), keys=_keys_view(ws, run),
         )
 
     def answer(ws: Workspace) -> JSONResponse:
@@ -309,6 +318,22 @@ def create_app(
     return app
 
 
+def _keys_view(ws: Workspace, run: Any) -> dict[str, Any] | None:
+    """The keys of the release on screen: a frequency table each, the combinations below k, the preview."""
+    if run is None or run.result.release_measure is None:
+        return None
+    release, m = run.result.protected, run.result.release_measure
+    keys = [c for c in m.quasi_identifiers if c in release.columns]
+    chosen = [c for c in (ws.combo_columns or keys) if c in keys] or keys
+    combos, n_combos, n_records = combinations_below(release, chosen, m.k)
+    return {
+        "columns": keys, "chosen": chosen, "k": m.k,
+        "tables": {c: frequency_table(release, c) for c in keys},
+        "combos": combos, "n_combos": n_combos, "n_records": n_records,
+        "preview": ws.preview if ws.preview_for == ws.state else None,
+    }
+
+
 def _make_room(sessions: dict[str, Workspace], owners: dict[str, str], among: Any) -> None:
     """Close the least recently used session of ``among`` if it is idle (never one in use)."""
     now = time.monotonic()
@@ -436,6 +461,31 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
     elif action == "plan":
         ws.start_plan(str(form.get("hierarchies", "")), str(form.get("suppression", "")),
                       use_built=form.get("use_built", True) not in (False, "false", "off", "0"))
+    elif action == "combinations":
+        keys = [c for c, r in state.roles if r in ("quasi_identifier", "numeric_key")]
+        chosen = [c for c in keys if form.get(f"key:{c}") in (True, "on", "true")]
+        ws.combo_columns = tuple(chosen) if chosen else None
+    elif action == "preview_recode":
+        run = ws.run_of()
+        if run is None:
+            raise ConfigError("the workbench: keys: the release is not measured yet; wait for the figures, then preview.")
+        column, how, closed = str(form.get("column", "")), str(form.get("how", "breaks")), str(form.get("closed") or "left")
+        rule = recode_rule(run.result.protected, column, how, str(form.get("rule", "")))
+        m = run.result.release_measure
+        assert m is not None
+        ws.preview = preview_recode(run.result.protected, m.quasi_identifiers, m.k, column, rule, closed)
+        ws.preview_for = state
+    elif action == "apply_preview":
+        if ws.preview is None or ws.preview_for != state:
+            raise ConfigError("the workbench: keys: no preview of the state on screen; preview a recoding first.")
+        options: dict[str, Any] = {"rules": {ws.preview.column: ws.preview.rule}}
+        if ws.preview.closed != "left":
+            options["closed"] = ws.preview.closed
+        new = replace(state, steps=(*state.steps, parse_step_options("recode", options, len(state.steps))))
+        new.config(run_seed=ws.seed)
+        ws.history.change(new, f"recode {ws.preview.column}")
+        ws.preview = None
+        ws.start_measure(revert_on_failure=True)
     elif action in ("build_hierarchy", "load_hierarchy", "remove_hierarchy"):
         _hierarchy_action(ws, action, form)
     elif action == "apply_plan":

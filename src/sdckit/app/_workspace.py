@@ -109,6 +109,11 @@ class Workspace:
         """The loaded data, as read (frequency tables, previews and hierarchies are built from it)."""
         self.plan_hierarchies: dict[str, Any] = {}
         """The hierarchies the last plan used (``{column: name or mapping}``), for its steps."""
+        self.combo_columns: tuple[str, ...] | None = None
+        """The keys whose combinations the page lists (None: all the keys)."""
+        self.preview: Any = None
+        self.preview_for: Workbench | None = None
+        """A recoding previewed (:class:`sdckit.app._keys.Preview`) and the state it was previewed on."""
         self.draft: dict[str, Any] = {}
         """A refused add or edit of a step as typed (``index`` None for the add form), shown again."""
         self.last_used = time.monotonic()
