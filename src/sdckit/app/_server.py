@@ -67,6 +67,8 @@ from sdckit.app._session import (
     ROLES,
     STEP_TEMPLATES,
     check_roles,
+    field_of_error,
+    moved_off,
     parse_step,
     parse_step_options,
     step_text,
@@ -91,6 +93,7 @@ def _env() -> Environment:
     env = Environment(loader=PackageLoader("sdckit.app", "templates"), autoescape=select_autoescape(["html", "j2"]))
     env.filters["step_text"] = step_text
     env.filters["help_html"] = help_html
+    env.globals["json_loads"] = json.loads
     return env
 
 
@@ -423,7 +426,12 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
                     "yaml": yaml_mode, "fields": posted_values(kind, form)}
         if action == "edit_step":
             _check_index(index, steps)
-        step = parse_step(kind, text, index) if yaml_mode else parse_step_fields(kind, form, index)
+        try:
+            step = parse_step(kind, text, index) if yaml_mode else parse_step_fields(kind, form, index)
+        except ConfigError as err:  # shown at the top and beside the option it is about
+            ws.draft["field"] = field_of_error(str(err))
+            ws.draft["message"] = str(err)
+            raise
         if action == "edit_step":
             steps[index] = step
         else:
@@ -433,20 +441,32 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
         ws.history.change(new, f"{'edit' if action == 'edit_step' else 'add'} {kind}")
         ws.draft = {}
         ws.start_measure(revert_on_failure=True)
-    elif action in ("move_step", "remove_step"):
+    elif action in ("move_step", "remove_step", "toggle_step"):
         steps = list(state.steps)
         index = _int(form, "index", "a step's number")
         _check_index(index, steps)
-        if action == "remove_step":
+        if action == "toggle_step":
+            on = index in state.off
+            off = tuple(sorted(set(state.off) ^ {index}))
+            new = replace(state, off=off)
+            label = f"switch {'on' if on else 'off'} {steps[index][0]}"
+        elif action == "remove_step":
             kind = steps.pop(index)[0]
             label = f"remove {kind}"
+            new = replace(state, steps=tuple(steps), off=moved_off(state.off, removed=index))
         else:
-            to = index + (-1 if form.get("direction") == "up" else 1)
-            if not 0 <= to < len(steps):
+            to = _int(form, "to", "a step's new place") if "to" in form else index + (-1 if form.get("direction") == "up" else 1)
+            if not 0 <= to < len(steps) or to == index:
                 return
-            steps[index], steps[to] = steps[to], steps[index]
-            label = f"move {steps[to][0]}"
-        ws.history.change(replace(state, steps=tuple(steps)), label)
+            moving = steps.pop(index)
+            steps.insert(to, moving)
+            off = state.off
+            step_by = 1 if to > index else -1
+            for a in range(index, to, step_by):  # the move as adjacent swaps
+                off = moved_off(off, swapped=(a, a + step_by))
+            new = replace(state, steps=tuple(steps), off=off)
+            label = f"move {moving[0]}"
+        ws.history.change(new, label)
         ws.start_measure(revert_on_failure=True)
     elif action == "undo":
         if ws.history.undo() is not None:
@@ -497,7 +517,7 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
         if not added:
             ws.notice = "The plan needs no step: the release is within budget as it is."
             return
-        new = replace(state, steps=tuple(added))  # the plan is of the input: its steps replace those on screen
+        new = replace(state, steps=tuple(added), off=())  # the plan is of the input: its steps replace those on screen
         new.config(run_seed=ws.seed)
         ws.history.change(new, "apply the plan")
         ws.start_measure(revert_on_failure=True)

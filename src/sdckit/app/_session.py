@@ -10,6 +10,7 @@ shows its figures again at once. Nothing here runs the pipeline (see :mod:`sdcki
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -130,6 +131,8 @@ class Workbench:
     budget: float = 0.05
     steps: tuple[tuple[str, str], ...] = ()
     """``(kind, JSON of the options)`` per masking step, in order."""
+    off: tuple[int, ...] = ()
+    """The steps switched off (their numbers, from 0): kept on screen, left out of the run and the export."""
     name: str = DEFAULT_NAME
     reproducible: bool = False
     """Write ``seed:`` into the YAML so that ``sdckit run`` redraws the same random steps (not for
@@ -147,7 +150,13 @@ class Workbench:
 
     def step_list(self) -> list[dict[str, Any]]:
         """The steps as the pipeline file writes them: ``[{kind: options}, ...]``."""
-        return [{kind: json.loads(opts)} for kind, opts in self.steps]
+        return [{kind: json.loads(opts)} for i, (kind, opts) in enumerate(self.steps) if i not in self.off]
+
+    def run_index(self, index: int) -> int | None:
+        """The number of step ``index`` among the steps that run (None when it is switched off)."""
+        if index in self.off:
+            return None
+        return index - sum(1 for i in self.off if i < index)
 
     def pipeline_dict(self, *, run_seed: int | None = None, export: bool = False) -> dict[str, Any]:
         """The pipeline file of this state. ``run_seed`` is the seed of the app's own run (the
@@ -182,6 +191,11 @@ class Workbench:
         out["output"] = {"data": self.output, "report": self.report_output or None} if export else {"data": None, "report": None}
         return out
 
+    def pipeline_comments(self) -> list[str]:
+        """The switched-off steps, as comments of the exported file (they do not run)."""
+        return [f"# switched off in the app (not run): {kind}: {step_text(json.loads(opts))}"
+                for i, (kind, opts) in enumerate(self.steps) if i in self.off]
+
     def config(self, *, run_seed: int | None = None) -> PipelineConfig:
         """The validated :class:`PipelineConfig` the app runs for this state."""
         return parse_config(self.pipeline_dict(run_seed=run_seed), source=SOURCE)
@@ -197,6 +211,7 @@ class Workbench:
             head.append("# No seed: random steps draw fresh entropy on each run (the setting for publication).")
         if self.input != "adult":
             head.append("# input: a path on the machine that ran the app; change it if you move the file.")
+        head += self.pipeline_comments()
         body = yaml.safe_dump(self.pipeline_dict(export=True), sort_keys=False, allow_unicode=True, width=120)
         return "\n".join(head) + "\n" + body
 
@@ -304,3 +319,24 @@ def new_secret_seed() -> int:
 
 def with_steps(state: Workbench, steps: Sequence[tuple[str, str]]) -> Workbench:
     return replace(state, steps=tuple(steps))
+
+
+def moved_off(off: Sequence[int], *, removed: int | None = None, swapped: tuple[int, int] | None = None) -> tuple[int, ...]:
+    """The switched-off step numbers after removing step ``removed`` or swapping two steps."""
+    out = set(off)
+    if removed is not None:
+        out = {i - (i > removed) for i in out if i != removed}
+    if swapped is not None:
+        a, b = swapped
+        out = {b if i == a else a if i == b else i for i in out}
+    return tuple(sorted(out))
+
+
+FIELD_IN_ERROR = re.compile(r"\.steps\[\d+\]\.(\w+)\.(\w+): ")
+UNKNOWN_KEY = re.compile(r"\.steps\[\d+\]\.(\w+): unknown key '([^']+)'")
+
+
+def field_of_error(message: str) -> str | None:
+    """The option a step's one-line error is about (shown beside its input), or None."""
+    m = FIELD_IN_ERROR.search(message) or UNKNOWN_KEY.search(message)
+    return m.group(2) if m else None

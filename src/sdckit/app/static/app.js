@@ -108,7 +108,9 @@
 
   panel.addEventListener("change", function (event) {
     const el = event.target;
-    if (el.classList.contains("step-kind")) {
+    if (el.dataset.postToggle !== undefined) {
+      post("toggle_step", { index: Number(el.dataset.postToggle) });
+    } else if (el.classList.contains("step-kind")) {
       swapFields(el.form, el.value, el.options[el.selectedIndex].dataset.template || "");
     } else if (el.classList.contains("yaml-toggle")) {
       showYaml(el.form, el.checked);
@@ -128,6 +130,29 @@
       post(el.dataset.upload, null, { body: file, query: query });
     }
   });
+
+  // The step list reorders by drag and drop (the arrows do the same by one place).
+  let dragged = null;
+  panel.addEventListener("dragstart", function (event) {
+    const item = event.target.closest && event.target.closest("li.step");
+    if (!item) return;
+    dragged = Number(item.dataset.index);
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", String(dragged));
+  });
+  panel.addEventListener("dragover", function (event) {
+    if (dragged !== null && event.target.closest && event.target.closest("li.step")) event.preventDefault();
+  });
+  panel.addEventListener("drop", function (event) {
+    const item = event.target.closest && event.target.closest("li.step");
+    if (!item || dragged === null) return;
+    event.preventDefault();
+    const to = Number(item.dataset.index);
+    const from = dragged;
+    dragged = null;
+    if (to !== from) post("move_step", { index: from, to: to });
+  });
+  panel.addEventListener("dragend", function () { dragged = null; });
 
   if (document.body.dataset.running === undefined && document.getElementById("progress") &&
       !document.getElementById("progress").hidden) startPolling();
