@@ -108,11 +108,15 @@ def test_full_sessions_never_push_out_one_in_use() -> None:
 
 def test_one_client_cannot_fill_the_server() -> None:
     app = create_app()
+    other = TestClient(app, base_url="http://127.0.0.1", client=("10.0.0.9", 5000))
+    theirs = _open(other)[1]
     client = TestClient(app, base_url="http://127.0.0.1")
-    codes = [_open(client)[0] for _ in range(MAX_SESSIONS)]
-    assert codes.count(303) == 16
-    assert codes.count(503) == MAX_SESSIONS - 16
-    assert len(app.state.sessions) == 16
+    opened = [_open(client) for _ in range(MAX_SESSIONS)]
+    assert all(code == 303 for code, _ in opened)  # the client's own oldest sessions made room
+    assert len(app.state.sessions) == 17
+    assert client.get(opened[-1][1]).status_code == 200
+    assert client.get(opened[0][1]).status_code == 404
+    assert other.get(theirs).status_code == 200  # another client's session untouched
 
 
 def test_cross_site_reads_the_fetch_metadata_and_the_origin() -> None:

@@ -51,6 +51,10 @@ class Figures:
             "missing key cells": f"{m.n_missing_cells:,}",
             "exposure, a missing cell as a value": _pct(m.exposure_missing_as_value)
             if m.exposure_missing_as_value is not None else _pct(m.exposure_at_k),
+            **({"consistent: users in groups < k (a missing cell matching any value)": f"{m.consistent_n_below_k:,}"}
+               if m.consistent_n_below_k is not None else {}),
+            **({"population exposure at k (weighted)": _pct(m.population_exposure_at_k)}
+               if m.population_exposure_at_k is not None else {}),
             "global risk (mean individual risk)": _pct(self.global_risk) if self.global_risk is not None else "-",
             "expected re-identifications": f"{self.expected_reidentifications:,.1f}"
             if self.expected_reidentifications is not None else "-",

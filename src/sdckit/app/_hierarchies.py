@@ -73,7 +73,7 @@ def quantile_breaks(column: str, values: Sequence[Any], groups: int) -> list[lis
         raise ConfigError(f"{SOURCE}: column {column!r} has no numbers to take quantiles of; choose a numeric column.")
     if groups < 2:
         raise ConfigError(f"{SOURCE}: column {column!r}: quantiles {groups}: give 2 or more classes.")
-    levels = []
+    levels: list[list[float]] = []
     n = groups
     while n >= 2:
         qs = np.quantile(x, np.linspace(0, 1, n + 1))

@@ -8,9 +8,10 @@ upload size limit, and which requests may open a session.
   and while streamed when it announces none.
 * ``GET /`` opens a session only for a top-level visit the user made (``Sec-Fetch-Site`` ``none`` or
   ``same-origin``, or an ``Origin`` of this server; a browser sends these and a page elsewhere cannot
-  forge them): a page on another site cannot create sessions to push the user's out. When the
-  sessions are full only an idle one (unused for :data:`IDLE_SECONDS`) makes room, and the number
-  per client address is capped; otherwise the new one is refused, in words.
+  forge them): a page on another site cannot create sessions to push the user's out. A client
+  address holds at most :data:`SESSIONS_PER_CLIENT` sessions (its own least recently used one makes
+  room for its new one); when all the sessions are full, only an idle one (unused for
+  :data:`IDLE_SECONDS`) of another client makes room, otherwise the new one is refused, in words.
 """
 
 from __future__ import annotations

@@ -183,8 +183,11 @@ def create_app(
             return PlainTextResponse("sdckit app opens a session only when you open its address yourself; this request "
                                      "came from a page of another site.", 403)
         client = request.client.host if request.client is not None else ""
-        if sum(1 for o in owners.values() if o == client) >= SESSIONS_PER_CLIENT:
-            _make_room(sessions, owners, lambda ws: owners.get(ws.id) == client)
+        mine = [ws for ws in sessions.values() if owners.get(ws.id) == client]
+        if len(mine) >= SESSIONS_PER_CLIENT:  # a client's own least recently used session makes room for its new one
+            oldest = min(mine, key=lambda w: w.last_used)
+            sessions.pop(oldest.id).close()
+            owners.pop(oldest.id, None)
         if len(sessions) >= MAX_SESSIONS:
             _make_room(sessions, owners, lambda ws: True)
         if len(sessions) >= MAX_SESSIONS or sum(1 for o in owners.values() if o == client) >= SESSIONS_PER_CLIENT:
@@ -234,7 +237,7 @@ def create_app(
                              "seconds": round(job.elapsed, 1)})
 
     @app.post("/s/{sid}/api/{action}")
-    async def act(sid: str, action: str, request: Request) -> JSONResponse:
+    async def act(sid: str, action: str, request: Request) -> Response:
         ws = session(sid, request)
         if action == "upload":
             refusal = upload_too_large(request.headers, max_upload)
