@@ -314,6 +314,11 @@ def _check_figures(page: Any, payload: dict[str, Any], *, exact: bool = True) ->
         if how == "pct" and release[key] == 0:
             expected = "0 %"
         assert _figure(page, label) == expected, (label, _figure(page, label), release[key])
+    attack = release.get("numeric_risk") or {}
+    for metric, link in (attack.get("linkage") or {}).items():
+        assert _figure(page, f"record linkage ({metric}): nearest is the true record") == _pct(link["share_nearest"])
+    if attack.get("d_risk"):
+        assert _figure(page, "dRisk (masked value within its interval)") == _pct(attack["d_risk"]["share"])
     risk = release["individual_risk"]
     assert _figure(page, "global risk (mean individual risk)") == _pct(risk["global_risk"])
     plots = _plots(page)

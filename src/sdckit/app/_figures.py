@@ -65,6 +65,11 @@ class Figures:
                 out[f"{column}: share in groups with one value"] = _pct(ld["not_2_diverse"])
         if m.interval_disclosure is not None:
             out["interval disclosure (share within ±5 % sd)"] = _pct(m.interval_disclosure["share"])
+        attack = m.numeric_risk or {}
+        for metric, link in (attack.get("linkage") or {}).items():  # the release measure's linkage attacks
+            out[f"record linkage ({metric}): nearest is the true record"] = _pct(link["share_nearest"])
+        if attack.get("d_risk"):
+            out["dRisk (masked value within its interval)"] = _pct(attack["d_risk"]["share"])
         out["within budget"] = "yes" if m.within_budget else "no"
         return out
 
