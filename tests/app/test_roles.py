@@ -52,7 +52,9 @@ def test_guessed_roles_of_testdata2_are_shown_with_why() -> None:
     client, app, base = _session()
     ws = next(iter(app.state.sessions.values()))
     role = ws.state.role_of
-    assert role["ori_hid"] == "identifier"
+    assert role["ori_hid"] not in ("quasi_identifier", "numeric_key")
+    if has_household_role():  # with the households issue the guess withholds it and says to declare it
+        assert role["ori_hid"] == "identifier"
     assert role["represent"] == "keep"
     assert role["relat2"] == role["water2"] == role["water3"] == "none"
     panel = client.get(base + "panel").json()["panel"]

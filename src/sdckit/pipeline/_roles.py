@@ -19,9 +19,8 @@ from sdckit._checks import _WEIGHT_NAME
 
 __all__ = ["Flag", "Roles", "guess_roles"]
 
-_ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid|hid)([^a-z]|$)|_id$|^id_")
+_ID_NAME = re.compile(r"(^|[^a-z])(id|ids|uuid|guid|key|record|serial|ssn|respondent|case|caseid|personid|pid|hhid)([^a-z]|$)|_id$|^id_")
 _TARGET_NAME = re.compile(r"(^|[^a-z])(target|label|class|outcome|y|income|salary|diagnosis|disease|response)([^a-z]|$)")
-_HOUSEHOLD_NAME = re.compile(r"(^|[^a-z])(hid|hhid|household|hh)([^a-z]|$)|hid$|hh_?id")
 NEAR_UNIQUE = 0.5
 """A column with at least this share of distinct values among the rows is near-unique."""
 
@@ -32,7 +31,7 @@ class Flag:
 
     column: str
     kind: str
-    """``near-unique``, ``weight-like``, ``id-like``, ``target-like``, ``constant``, ``coarser-copy`` or ``guessed``."""
+    """``near-unique``, ``weight-like``, ``id-like``, ``target-like`` or ``guessed``."""
     message: str
 
     def to_dict(self) -> dict[str, str]:
@@ -99,7 +98,10 @@ def guess_roles(
     value in most rows) or a target/sensitive attribute (name, e.g. ``income``, ``label``), and
     except the columns given as ``sensitive``, ``weight``, ``identifiers`` or in ``exclude``.
     Numeric columns to mask: numeric columns with more than 10 distinct values that are not
-    weights or identifiers. Every column kept out by a guess gets a :class:`Flag` with the fix.
+    weights or identifiers. Every column kept out by a guess gets a :class:`Flag` with the fix: also
+    a constant column (kind ``constant``: kept as is, never a key) and a coarser copy of another
+    candidate key (kind ``coarser-copy``: one value per value of the finer key, as ``relat2`` of
+    ``relat``; not released, never a key).
     """
     n = frame.height
     declared = set(exclude) | set(sensitive) | set(weight) | set(identifiers)
@@ -121,6 +123,11 @@ def guess_roles(
             flags.append(Flag(name, "weight-like", f"{name!r} looks like a survey weight: not a quasi-identifier. "
                               f"Declare it (weight: [{name}]) or, if it is an attribute, list it under quasi_identifiers."))
             continue
+        if n > 1 and n_distinct <= 1:  # flag kind ``constant``
+            keep.append(name)
+            flags.append(Flag(name, "constant", f"{name!r} holds one value in all {n:,} rows: it tells nothing apart, "
+                              f"so it is no quasi-identifier; released as is (keep). Declare its role to change that."))
+            continue
         if _TARGET_NAME.search(low):
             if dtype.is_numeric() and n_distinct > 10:
                 numeric.append(name)
@@ -131,20 +138,12 @@ def guess_roles(
                 flags.append(Flag(name, "target-like", f"{name!r} looks like a target or sensitive attribute: not a "
                                   f"quasi-identifier. Declare it (sensitive: [{name}]) or list it under quasi_identifiers."))
             continue
-        if n > 1 and n_distinct <= 1:
-            keep.append(name)
-            flags.append(Flag(name, "constant", f"{name!r} holds one value in all {n:,} rows: it tells nothing apart, "
-                              f"so it is no quasi-identifier; released as is (keep). Declare its role to change that."))
-            continue
         unique = n > 2 and n_distinct == n
         counter = unique and dtype.is_integer() and _is_counter(frame[name])
         if _ID_NAME.search(low) or counter or (unique and not dtype.is_numeric()):
             guessed_ids.append(name)
-            household = " If it groups the rows of one household, declare it as such (household: " + name + ")." \
-                if _HOUSEHOLD_NAME.search(low) else ""
             flags.append(Flag(name, "id-like", f"{name!r} looks like an identifier ({n_distinct:,} distinct values in "
-                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."
-                              + household))
+                              f"{n:,} rows): withheld. Declare it (identifiers: [{name}]) or, to release it, under keep."))
             continue
         if n_distinct > 10 and n_distinct >= NEAR_UNIQUE * n:
             if dtype.is_numeric():
