@@ -17,7 +17,16 @@ from typing import Any
 
 from sdckit.errors import SdcError, SdcWarning
 
-__all__ = ["CancelledError", "Job"]
+__all__ = ["CancelledError", "Job", "unexpected_error"]
+
+
+def unexpected_error(doing: str, err: BaseException) -> str:
+    """An error that is no :class:`~sdckit.errors.SdcError` (a bug), in words: what failed, the
+    first line of what went wrong (never the exception's name), and what to do."""
+    first = (str(err).strip().splitlines() or [""])[0][:200]
+    what = f" ({first})" if first else ""
+    return (f"the workbench: {doing.lower()} did not finish{what}; this is a fault of sdckit, not of the data. "
+            "The state before it is kept: undo or change a setting and try again, and report the steps that led here.")
 
 
 class CancelledError(Exception):
@@ -86,8 +95,8 @@ class Job:
             self.cancelled = True
         except SdcError as err:  # the CLI's one line, shown in the page
             self.error = str(err)
-        except Exception as err:  # a bug must not kill the session: shown, and the session goes on
-            self.error = f"unexpected {type(err).__name__}: {err}"
+        except Exception as err:  # a bug must not kill the session: shown in words, and the session goes on
+            self.error = unexpected_error(self.label, err)
         finally:
             self.finished = time.monotonic()
             if self.on_done is not None:

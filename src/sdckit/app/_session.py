@@ -10,6 +10,7 @@ shows its figures again at once. Nothing here runs the pipeline (see :mod:`sdcki
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -36,10 +37,13 @@ __all__ = [
 SOURCE = "the workbench"
 """Where the app's settings come from, in error messages (as ``sdckit run`` names its file)."""
 
-ROLES = ("quasi_identifier", "numeric_key", "numeric", "sensitive", "weight", "identifier", "keep", "none")
+ROLES = ("quasi_identifier", "numeric_key", "numeric", "sensitive", "weight", "household", "identifier", "keep", "none")
 """A column's role on screen. ``quasi_identifier`` is a categorical key (compared value by value);
 ``numeric_key`` a numeric quasi-identifier that is also masked (it is in both ``quasi_identifiers``
-and ``numeric`` of the pipeline file); ``none`` is not released."""
+and ``numeric`` of the pipeline file); ``household`` the one column that groups the rows of a
+household or other cluster (``household: column`` of the pipeline file); ``none`` is not released.
+A ``quasi_identifier`` stored as numbers (``sex`` coded 1/2) is also written under ``categorical:``,
+so that the pipeline compares its codes and never averages them."""
 
 ROLE_LABELS = {
     "quasi_identifier": "quasi-identifier (categorical)",
@@ -47,6 +51,7 @@ ROLE_LABELS = {
     "numeric": "numeric (masked)",
     "sensitive": "sensitive",
     "weight": "weight",
+    "household": "household id (cluster)",
     "identifier": "identifier (never released)",
     "keep": "keep (released as is)",
     "none": "no role (not released)",
@@ -114,6 +119,9 @@ class Workbench:
     input: str = "adult"
     """``adult`` (the bundled data) or a path on this machine."""
     input_name: str = "UCI Adult (bundled)"
+    coded: tuple[str, ...] = ()
+    """The input's columns stored as numbers: one of them as a ``quasi_identifier`` is written under
+    ``categorical:`` (its values are codes)."""
     """How the page names the input (an uploaded file's own name)."""
     read: tuple[tuple[str, Any], ...] = ()
     """Reading options that differ from the defaults (``read`` of the pipeline file)."""
@@ -123,6 +131,8 @@ class Workbench:
     budget: float = 0.05
     steps: tuple[tuple[str, str], ...] = ()
     """``(kind, JSON of the options)`` per masking step, in order."""
+    off: tuple[int, ...] = ()
+    """The steps switched off (their numbers, from 0): kept on screen, left out of the run and the export."""
     name: str = DEFAULT_NAME
     reproducible: bool = False
     """Write ``seed:`` into the YAML so that ``sdckit run`` redraws the same random steps (not for
@@ -140,7 +150,13 @@ class Workbench:
 
     def step_list(self) -> list[dict[str, Any]]:
         """The steps as the pipeline file writes them: ``[{kind: options}, ...]``."""
-        return [{kind: json.loads(opts)} for kind, opts in self.steps]
+        return [{kind: json.loads(opts)} for i, (kind, opts) in enumerate(self.steps) if i not in self.off]
+
+    def run_index(self, index: int) -> int | None:
+        """The number of step ``index`` among the steps that run (None when it is switched off)."""
+        if index in self.off:
+            return None
+        return index - sum(1 for i in self.off if i < index)
 
     def pipeline_dict(self, *, run_seed: int | None = None, export: bool = False) -> dict[str, Any]:
         """The pipeline file of this state. ``run_seed`` is the seed of the app's own run (the
@@ -153,6 +169,17 @@ class Workbench:
             cols = [c for c, r in self.roles if r in roles]
             if cols:
                 out[key] = cols
+        categorical = [c for c, r in self.roles if r == "quasi_identifier" and c in self.coded]
+        if categorical:
+            out["categorical"] = categorical
+        household = [c for c, r in self.roles if r == "household"]
+        if household:
+            if not has_household_role():
+                raise ConfigError(
+                    f"{SOURCE}: column {household[0]!r}: this sdckit's pipeline has no household role (household:); "
+                    "give the column the role identifier (withheld) instead."
+                )
+            out["household"] = household[0]
         out["k"], out["budget"] = self.k, self.budget
         if self.reproducible:
             if "reproducible" in PipelineConfig.model_fields:  # the explicit opt-in, where the pipeline has it
@@ -163,6 +190,11 @@ class Workbench:
         out["steps"] = self.step_list()
         out["output"] = {"data": self.output, "report": self.report_output or None} if export else {"data": None, "report": None}
         return out
+
+    def pipeline_comments(self) -> list[str]:
+        """The switched-off steps, as comments of the exported file (they do not run)."""
+        return [f"# switched off in the app (not run): {kind}: {step_text(json.loads(opts))}"
+                for i, (kind, opts) in enumerate(self.steps) if i in self.off]
 
     def config(self, *, run_seed: int | None = None) -> PipelineConfig:
         """The validated :class:`PipelineConfig` the app runs for this state."""
@@ -179,15 +211,25 @@ class Workbench:
             head.append("# No seed: random steps draw fresh entropy on each run (the setting for publication).")
         if self.input != "adult":
             head.append("# input: a path on the machine that ran the app; change it if you move the file.")
+        head += self.pipeline_comments()
         body = yaml.safe_dump(self.pipeline_dict(export=True), sort_keys=False, allow_unicode=True, width=120)
         return "\n".join(head) + "\n" + body
+
+
+def has_household_role() -> bool:
+    """Whether the pipeline file takes ``household: column`` (the household role)."""
+    return "household" in PipelineConfig.model_fields
 
 
 def roles_of(columns: Sequence[str], roles: Any) -> tuple[tuple[str, str], ...]:
     """A :class:`~sdckit.pipeline.Roles` as ``(column, role)`` for every column (see :data:`ROLES`)."""
     out = []
+    household = getattr(roles, "household", None)
+    households = {household} if isinstance(household, str) else set(household or ())
     for c in columns:
-        if c in roles.identifiers:
+        if c in households:
+            role = "household"
+        elif c in roles.identifiers:
             role = "identifier"
         elif c in roles.quasi_identifiers:
             role = "numeric_key" if c in roles.numeric else "quasi_identifier"
@@ -213,6 +255,10 @@ def check_roles(columns: Sequence[str], given: Mapping[str, str]) -> tuple[tuple
         if role not in ROLES:
             raise ConfigError(f"{SOURCE}: column {c!r}: {role!r} is not a role; use one of {', '.join(ROLES)}.")
         out.append((c, role))
+    households = [c for c, r in out if r == "household"]
+    if len(households) > 1:
+        raise ConfigError(f"{SOURCE}: columns {households[0]!r} and {households[1]!r} are both the household id; "
+                          "give one of them another role (one column groups the rows of a household).")
     unknown = [c for c in given if c not in columns]
     if unknown:
         raise ConfigError(f"{SOURCE}: column {unknown[0]!r} is not in the data; reload the page.")
@@ -273,3 +319,24 @@ def new_secret_seed() -> int:
 
 def with_steps(state: Workbench, steps: Sequence[tuple[str, str]]) -> Workbench:
     return replace(state, steps=tuple(steps))
+
+
+def moved_off(off: Sequence[int], *, removed: int | None = None, swapped: tuple[int, int] | None = None) -> tuple[int, ...]:
+    """The switched-off step numbers after removing step ``removed`` or swapping two steps."""
+    out = set(off)
+    if removed is not None:
+        out = {i - (i > removed) for i in out if i != removed}
+    if swapped is not None:
+        a, b = swapped
+        out = {b if i == a else a if i == b else i for i in out}
+    return tuple(sorted(out))
+
+
+FIELD_IN_ERROR = re.compile(r"\.steps\[\d+\]\.(\w+)\.(\w+): ")
+UNKNOWN_KEY = re.compile(r"\.steps\[\d+\]\.(\w+): unknown key '([^']+)'")
+
+
+def field_of_error(message: str) -> str | None:
+    """The option a step's one-line error is about (shown beside its input), or None."""
+    m = FIELD_IN_ERROR.search(message) or UNKNOWN_KEY.search(message)
+    return m.group(2) if m else None

@@ -23,8 +23,9 @@ from typing import Any
 import polars as pl
 from pydantic import ValidationError
 
-from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX
+from sdckit.anonymize._hierarchy import ADULT_HIERARCHY_COLUMNS, BUILTIN_PREFIX, Hierarchy
 from sdckit.app._figures import Figures, column_loss, figures_of
+from sdckit.app._hierarchies import as_spec
 from sdckit.app._jobs import Job
 from sdckit.app._session import SOURCE, History, Workbench, new_secret_seed, roles_of
 from sdckit.errors import ConfigError, SdcError
@@ -102,6 +103,17 @@ class Workspace:
         self.plan_options: dict[str, str] = {}
         self.report_path: Path | None = None
         self.report_for: Workbench | None = None
+        self.hierarchies: dict[str, Hierarchy] = {}
+        """Hierarchies built or loaded in the page, per column (the planner uses them)."""
+        self.frame: pl.DataFrame | None = None
+        """The loaded data, as read (frequency tables, previews and hierarchies are built from it)."""
+        self.plan_hierarchies: dict[str, Any] = {}
+        """The hierarchies the last plan used (``{column: name or mapping}``), for its steps."""
+        self.combo_columns: tuple[str, ...] | None = None
+        """The keys whose combinations the page lists (None: all the keys)."""
+        self.preview: Any = None
+        self.preview_for: Workbench | None = None
+        """A recoding previewed (:class:`sdckit.app._keys.Preview`) and the state it was previewed on."""
         self.draft: dict[str, Any] = {}
         """A refused add or edit of a step as typed (``index`` None for the add form), shown again."""
         self.last_used = time.monotonic()
@@ -145,8 +157,12 @@ class Workspace:
         except ConfigError as err:
             roles, guess_error = Roles(quasi_identifiers=()), str(err)
         self.glances[(source, read_items)] = _glance(frame, roles, guess_error)
+        if self.frame is None or self.frame.columns != frame.columns or self.state.input != source:
+            self.hierarchies = {}
+        self.frame = frame
         shown = name or ("UCI Adult (bundled)" if source == "adult" else Path(source).name)
-        new = replace(self.state, input=source, input_name=shown, read=read_items,
+        coded = tuple(c for c, t in frame.schema.items() if t.is_numeric())
+        new = replace(self.state, input=source, input_name=shown, read=read_items, coded=coded,
                       roles=roles_of(frame.columns, roles), steps=())
         self.history.change(new, f"load {shown}")
         self.plan = None
@@ -216,12 +232,16 @@ class Workspace:
 
         self.job = Job("Measuring the release", lambda advance: self.measure(state, advance), on_done=done).start()
 
-    def start_plan(self, hierarchies: str, suppression: str) -> None:
-        """Ask the planner (:func:`sdckit.plan.plan_release`, with hierarchies and suppression) in a worker thread."""
+    def start_plan(self, hierarchies: str, suppression: str, *, use_built: bool = True) -> None:
+        """Ask the planner (:func:`sdckit.plan.plan_release`, with hierarchies and suppression) in a
+        worker thread; ``use_built``: with the hierarchies built in the page too (they win over a
+        name typed for the same column)."""
         state = self.state
         self.plan_options = {"hierarchies": hierarchies, "suppression": suppression}
         config = self.config(state)
-        hier = _hierarchies(hierarchies)
+        hier: dict[str, Any] = dict(_hierarchies(hierarchies))
+        if use_built:
+            hier |= {c: as_spec(h) for c, h in self.hierarchies.items()}
         share = _share(suppression)
 
         def work(advance: Any) -> Any:
@@ -241,7 +261,7 @@ class Workspace:
             )
 
         def keep(result: Any) -> None:
-            self.plan, self.plan_for = result, state
+            self.plan, self.plan_for, self.plan_hierarchies = result, state, hier
 
         self._start("Planning", work, cancelled="Planning cancelled.", keep=keep)
 
@@ -344,7 +364,7 @@ def _share(text: str) -> float | None:
     return value
 
 
-def plan_steps(plan: Any, hierarchies: dict[str, str], k: int) -> list[tuple[str, dict[str, Any]]]:
+def plan_steps(plan: Any, hierarchies: dict[str, Any], k: int) -> list[tuple[str, dict[str, Any]]]:
     """A plan as pipeline steps: recode each recoded column to its level (with its hierarchy),
     drop each withheld column, then local suppression when the plan suppresses cells."""
     steps: list[tuple[str, dict[str, Any]]] = []

@@ -39,6 +39,11 @@ def workbench(
             f"--host {host} makes the workbench (and the data in it) reachable from other machines; give a secret "
             "with --token (e.g. --token $(python -c 'import secrets; print(secrets.token_urlsafe())')), or leave --host out."
         )
+    if token is not None:
+        # lazy: sdckit --help stays fast
+        from sdckit.app._security import check_token
+
+        check_token(token)
     # lazy: sdckit --help stays fast
     from sdckit._io._optional import require
 

@@ -118,7 +118,7 @@ def resolve_roles(
         roles = replace(
             guess,
             numeric=tuple(config.numeric) if config.numeric else (guess.numeric if not config.declares_roles else ()),
-            keep=tuple(config.keep or ()),
+            keep=(*(config.keep or ()), *guess.keep),  # a guessed constant is released as is, beside those declared
         )
     roles = replace(roles, categorical=categorical, household=config.household,
                     household_columns=tuple(config.household_columns or ()), household_id=config.household_id)

@@ -113,7 +113,10 @@ def guess_roles(
     value in most rows) or a target/sensitive attribute (name, e.g. ``income``, ``label``), and
     except the columns given as ``sensitive``, ``weight``, ``identifiers`` or in ``exclude``.
     Numeric columns to mask: numeric columns with more than 10 distinct values that are not
-    weights or identifiers. Every column kept out by a guess gets a :class:`Flag` with the fix.
+    weights or identifiers. Every column kept out by a guess gets a :class:`Flag` with the fix: also
+    a constant column (kind ``constant``: kept as is, never a key) and a coarser copy of another
+    candidate key (kind ``coarser-copy``: one value per value of the finer key, as ``relat2`` of
+    ``relat``; not released, never a key).
     """
     n = frame.height
     declared = set(exclude) | set(sensitive) | set(weight) | set(identifiers)
@@ -121,6 +124,7 @@ def guess_roles(
     numeric: list[str] = []
     flags: list[Flag] = []
     guessed_weight, guessed_ids, guessed_sensitive = list(weight), list(identifiers), list(sensitive)
+    keep: list[str] = []
     cats = set(categorical)
     for name, dtype in frame.schema.items():
         if name in declared:
@@ -133,6 +137,11 @@ def guess_roles(
             guessed_weight.append(name)
             flags.append(Flag(name, "weight-like", f"{name!r} looks like a survey weight: not a quasi-identifier. "
                               f"Declare it (weight: [{name}]) or, if it is an attribute, list it under quasi_identifiers."))
+            continue
+        if n > 1 and n_distinct <= 1:  # flag kind ``constant``
+            keep.append(name)
+            flags.append(Flag(name, "constant", f"{name!r} holds one value in all {n:,} rows: it tells nothing apart, "
+                              f"so it is no quasi-identifier; released as is (keep). Declare its role to change that."))
             continue
         if _TARGET_NAME.search(low):
             if dtype.is_numeric() and n_distinct > 10:
@@ -172,6 +181,12 @@ def guess_roles(
             numeric.append(name)
         if not dtype.is_float():  # near-unique columns were set aside above
             qis.append(name)
+    for coarse, fine in _coarser_copies(frame, qis):
+        qis.remove(coarse)
+        flags.append(Flag(coarse, "coarser-copy", f"{coarse!r} is a coarser copy of {fine!r} (each value of {fine!r} "
+                          f"goes with one value of {coarse!r}): no quasi-identifier of its own and not released, since "
+                          f"beside a recoded {fine!r} it would give the finer values back. Declare its role "
+                          f"(quasi_identifiers or keep: [{coarse}]) to release it."))
     if qis:
         flags.append(Flag(", ".join(qis), "guessed", "quasi-identifiers guessed from the data (text, boolean and "
                           "integer columns with few distinct values); declare quasi_identifiers to choose them."))
@@ -181,10 +196,35 @@ def guess_roles(
         sensitive=tuple(guessed_sensitive),
         weight=tuple(guessed_weight),
         identifiers=tuple(guessed_ids),
+        keep=tuple(keep),
         categorical=tuple(c for c in frame.columns if c in cats),
         guessed=True,
         flags=tuple(flags),
     )
+
+
+MIN_MEAN_GROUP = 5
+"""A column determines another only if its values hold this many rows on average (fewer: a chance
+dependence of small data, as a near-unique column "determines" every other)."""
+
+
+def _coarser_copies(frame: pl.DataFrame, candidates: Sequence[str]) -> list[tuple[str, str]]:
+    """``(coarse, fine)`` pairs among ``candidates``: ``coarse`` has fewer distinct values than
+    ``fine`` and is a function of it (one ``coarse`` value per ``fine`` value, missing a value of
+    its own), ``fine`` holding at least :data:`MIN_MEAN_GROUP` rows per value on average. Each
+    coarse column is named once, with its finest determining column."""
+    n = frame.height
+    distinct = {c: frame[c].n_unique() for c in candidates}
+    out: list[tuple[str, str]] = []
+    for coarse in candidates:
+        finer = [f for f in candidates if f != coarse and distinct[coarse] < distinct[f] and n >= MIN_MEAN_GROUP * distinct[f]
+                 and (f, coarse) not in out]
+        for fine in sorted(finer, key=lambda f: -distinct[f]):
+            pairs = frame.select(pl.struct(fine, coarse).n_unique()).item()
+            if pairs == distinct[fine]:
+                out.append((coarse, fine))
+                break
+    return out
 
 
 def _is_counter(s: pl.Series) -> bool:

@@ -108,12 +108,19 @@
 
   panel.addEventListener("change", function (event) {
     const el = event.target;
-    if (el.classList.contains("step-kind")) {
+    if (el.dataset.postToggle !== undefined) {
+      post("toggle_step", { index: Number(el.dataset.postToggle) });
+    } else if (el.classList.contains("step-kind")) {
       swapFields(el.form, el.value, el.options[el.selectedIndex].dataset.template || "");
     } else if (el.classList.contains("yaml-toggle")) {
       showYaml(el.form, el.checked);
     } else if (el.id === "reproducible") {
       document.getElementById("seed").disabled = !el.checked;
+    } else if (el.id === "hier-file" && el.files && el.files.length) {
+      // a hierarchy file is small text: read here, posted with its column
+      el.files[0].text().then(function (text) {
+        post("load_hierarchy", { column: document.getElementById("hier-load-column").value, text: text });
+      });
     } else if (el.dataset.upload && el.files && el.files.length) {
       const file = el.files[0];
       const form = document.getElementById("load-path");
@@ -123,6 +130,29 @@
       post(el.dataset.upload, null, { body: file, query: query });
     }
   });
+
+  // The step list reorders by drag and drop (the arrows do the same by one place).
+  let dragged = null;
+  panel.addEventListener("dragstart", function (event) {
+    const item = event.target.closest && event.target.closest("li.step");
+    if (!item) return;
+    dragged = Number(item.dataset.index);
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", String(dragged));
+  });
+  panel.addEventListener("dragover", function (event) {
+    if (dragged !== null && event.target.closest && event.target.closest("li.step")) event.preventDefault();
+  });
+  panel.addEventListener("drop", function (event) {
+    const item = event.target.closest && event.target.closest("li.step");
+    if (!item || dragged === null) return;
+    event.preventDefault();
+    const to = Number(item.dataset.index);
+    const from = dragged;
+    dragged = null;
+    if (to !== from) post("move_step", { index: from, to: to });
+  });
+  panel.addEventListener("dragend", function () { dragged = null; });
 
   if (document.body.dataset.running === undefined && document.getElementById("progress") &&
       !document.getElementById("progress").hidden) startPolling();
