@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 from numpy.typing import NDArray
-from scipy import stats
+from scipy import special, stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import NearestNeighbors
 
@@ -124,10 +124,11 @@ def encode(frame: pl.DataFrame, reference: pl.DataFrame, numeric: Sequence[str],
     parts: list[NDArray[np.float64]] = []
     for c in numeric:
         ref = as_numeric(reference[c])
-        mu, sd = ref.mean(), ref.std()
-        sd = float(sd) if sd and np.isfinite(sd) and sd > 0 else 1.0
+        mu = float(ref.mean() or 0.0)  # type: ignore[arg-type]
+        raw_sd = ref.std()
+        sd = float(raw_sd) if isinstance(raw_sd, (int, float)) and np.isfinite(raw_sd) and raw_sd > 0 else 1.0
         x = as_numeric(frame[c]).fill_nan(None).fill_null(mu).to_numpy()
-        parts.append(((x - float(mu or 0.0)) / sd)[:, None])
+        parts.append(((x - mu) / sd)[:, None])
     for c in categorical:
         levels = reference[c].drop_nulls().unique().sort().to_list()
         values = frame[c].cast(reference.schema[c], strict=False).to_list()
@@ -215,19 +216,23 @@ def closest_share(ctx: ReleaseContext) -> float | None:
 
 
 def _with_products(z: NDArray[np.float64], n_numeric: int) -> NDArray[np.float64]:
-    """Main effects, plus the squares and pairwise products of the (standardised) numeric columns."""
+    """Numeric columns as normal scores of their ranks in the stacked rows (the same monotone map
+    for input and release: skewed amounts do not swamp the fit), plus their squares and pairwise
+    products; then the categorical indicators."""
     num = z[:, :n_numeric]
+    if n_numeric:
+        ranks = stats.rankdata(num, axis=0)
+        num = special.ndtri((ranks - 0.5) / len(z))
     iu = np.triu_indices(n_numeric)
-    return np.hstack([z, num[:, iu[0]] * num[:, iu[1]]]) if n_numeric else z
+    return np.hstack([num, num[:, iu[0]] * num[:, iu[1]], z[:, n_numeric:]])
 
 
 def pmse(ctx: ReleaseContext) -> float | None:
     """Propensity-score mean squared error (Woo et al. 2009; Snoke et al. 2018): a logistic
-    regression on the main effects (:func:`encode`) and the squares and products of the numeric
-    columns (main effects alone cannot see a release that keeps every mean) tells input rows from
-    released ones;
-    pMSE = mean over the stacked rows of (p_i - c)^2 with c the released share. 0: the model
-    cannot tell them apart; at most c (1 - c)."""
+    regression (ridge, C = 1) on the numeric columns' normal scores, their squares and pairwise
+    products (main effects alone cannot see a release that keeps every mean) and the categorical
+    indicators tells input rows from released ones; pMSE = mean over the stacked rows of
+    (p_i - c)^2 with c the released share. 0: the model cannot tell them apart; at most c (1 - c)."""
     num, cat = _columns(ctx)
     x = encode(ctx.input, ctx.input, num, cat)
     r = encode(ctx.release, ctx.input, num, cat)
@@ -236,7 +241,7 @@ def pmse(ctx: ReleaseContext) -> float | None:
     z = _with_products(np.vstack([x, r]), len(num))
     y = np.r_[np.zeros(len(x)), np.ones(len(r))]
     c = len(r) / len(z)
-    model = LogisticRegression(C=1e6, max_iter=2000).fit(z, y)  # C large: the unpenalised fit
+    model = LogisticRegression(C=1.0, solver="newton-cholesky", max_iter=200).fit(z, y)  # many rows, ~100 features
     p = model.predict_proba(z)[:, 1]
     return float(np.mean((p - c) ** 2))
 

@@ -51,7 +51,7 @@ def _map_figure(result: CompareResult) -> Any:
     for i, c in enumerate(result.results):
         x, x0, x1 = c.stat(rx.name)
         y, y0, y1 = c.stat(uy.name)
-        if x is None or y is None:
+        if x is None or y is None or x0 is None or x1 is None or y0 is None or y1 is None:
             continue
         on_front = c.candidate.name in result.frontier
         colour = "#2f5aa8" if c.within_budget else "#b33"

@@ -54,6 +54,7 @@ from sdckit.pipeline._read import load_input, survey_labels
 from sdckit.pipeline._resolve import resolve_roles
 from sdckit.pipeline._run import run_pipeline
 from sdckit.pipeline._steps import Step
+from sdckit.report import Report
 from sdckit.synth import DPMarginalSynthesizer, DPTreeSynthesizer
 
 __all__ = [
@@ -68,7 +69,10 @@ __all__ = [
     "run_compare",
 ]
 
-SYNTHESIZERS = {"dp_marginals": DPMarginalSynthesizer, "dp_tree": DPTreeSynthesizer}
+SYNTHESIZERS: dict[str, type[DPMarginalSynthesizer] | type[DPTreeSynthesizer]] = {
+    "dp_marginals": DPMarginalSynthesizer,
+    "dp_tree": DPTreeSynthesizer,
+}
 """``synthesize.method`` -> the synthesizer class."""
 
 _COMPARE_KEYS = ("candidates", "repeat", "output", "report", "regression", "risk_axis", "utility_axis", "format")
@@ -115,6 +119,9 @@ class Draw:
     within_budget: bool
     epsilon: float | None = None
     row_order: NDArray[np.int64] | None = None
+    """Released row i is input row ``row_order[i]`` (in memory only, never written; None: synthetic)."""
+    known: pl.DataFrame | None = None
+    """What the attacker knows of each person (the consistent count's users; in memory only)."""
     seconds: float = 0.0
 
 
@@ -321,7 +328,7 @@ def run_compare(
     config = spec.config
     files = planned_outputs(spec)
     inputs = [config.input, config.config_file] if not config.uses_adult else [config.config_file]
-    check_outputs([*files, *([Path(spec.report), Path(spec.report).with_suffix(".json")] if spec.report else [])],
+    check_outputs([*files, *(Report.outputs(spec.report) if spec.report else ())],
                   [p for p in inputs if p], make_folders=True)
     frame, _name, _dropped = load_input(config)
     config, roles = resolve_roles(config, frame, survey_labels(config))
@@ -369,7 +376,7 @@ def run_compare(
                 known=known, regression=spec.regression,
             )
             values, within = measure_written(ctx, risk=risk, utility=utility)
-            cres.draws.append(Draw(path, values, within, epsilon, row_order, time.perf_counter() - t0))
+            cres.draws.append(Draw(path, values, within, epsilon, row_order, known, time.perf_counter() - t0))
         results.append(cres)
     rx = next(f for f in figures if f.name == spec.risk_axis)
     uy = next(f for f in figures if f.name == spec.utility_axis)

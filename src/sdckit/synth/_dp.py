@@ -90,11 +90,12 @@ class Discretizer:
             s = frame[name]
             numeric = s.dtype.is_numeric() and s.dtype != pl.Boolean and name not in set(self.categorical)
             if numeric and (s.n_unique() > self.bins or name in bounds):
-                lo, hi = bounds.get(name, (s.min(), s.max()))
-                if lo is None or hi is None or not np.isfinite([lo, hi]).all():
+                raw_lo, raw_hi = bounds.get(name, (s.min(), s.max()))
+                if raw_lo is None or raw_hi is None or not np.isfinite([float(raw_lo), float(raw_hi)]).all():  # type: ignore[arg-type]
                     raise InputError(f"column {name!r}: no finite range to bin (all missing?). Give bounds for it.")
-                hi = float(hi) if hi > lo else float(lo) + 1.0
-                cols.append(_Column(name, "bins", edges=np.linspace(float(lo), hi, self.bins + 1), integer=s.dtype.is_integer()))
+                lo, hi = float(raw_lo), float(raw_hi)  # type: ignore[arg-type]
+                hi = hi if hi > lo else lo + 1.0
+                cols.append(_Column(name, "bins", edges=np.linspace(lo, hi, self.bins + 1), integer=s.dtype.is_integer()))
             else:
                 cats = s.unique(maintain_order=False).to_list()
                 cats = sorted([c for c in cats if c is not None], key=lambda v: (str(type(v)), v)) + ([None] if s.null_count() else [])
@@ -144,6 +145,10 @@ def _clip_normalise(counts: NDArray[Any]) -> NDArray[np.float64]:
 
 class _DPBase:
     """Shared parameters and the one-way measurements."""
+
+    n_rows_: float
+    epsilon_: float
+    marginals_: list[NDArray[np.float64]]
 
     def __init__(
         self,
@@ -281,9 +286,9 @@ class DPTreeSynthesizer(_DPBase):
         codes = np.full((n_rows, d), -1, dtype=np.int64)
         neighbours: dict[int, list[tuple[int, NDArray[np.float64]]]] = {i: [] for i in range(d)}
         for (i, j), m in self.pairs_.items():
-            m = np.clip(m.astype(np.float64), 0.0, None)
-            neighbours[i].append((j, m))  # rows: i's value
-            neighbours[j].append((i, m.T))
+            table = np.clip(m.astype(np.float64), 0.0, None)
+            neighbours[i].append((j, table))  # rows: i's value
+            neighbours[j].append((i, table.T))
         done = [False] * d
         for start in range(d):  # every component of the forest (a tree when d > 1)
             if done[start]:
@@ -293,13 +298,13 @@ class DPTreeSynthesizer(_DPBase):
             queue = [start]
             while queue:
                 parent = queue.pop()
-                for child, m in neighbours[parent]:
+                for child, cond in neighbours[parent]:
                     if done[child]:
                         continue
                     fallback = self.marginals_[child]
                     for value in np.unique(codes[:, parent]):
                         rows = np.flatnonzero(codes[:, parent] == value)
-                        row = m[value]
+                        row = cond[value]
                         p = row / row.sum() if row.sum() > 0 else fallback
                         codes[rows, child] = rng.choice(p.size, size=rows.size, p=p)
                     done[child] = True
