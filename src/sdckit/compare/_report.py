@@ -56,7 +56,7 @@ def _map_figure(result: CompareResult) -> Any:
         on_front = c.candidate.name in result.frontier
         colour = "#2f5aa8" if c.within_budget else "#b33"
         ax.errorbar(
-            x, y, xerr=[[x - x0], [x1 - x]], yerr=[[y - y0], [y1 - y]], fmt="o" if c.candidate.epsilon is None else "s",
+            x, y, xerr=[[max(x - x0, 0.0)], [max(x1 - x, 0.0)]], yerr=[[max(y - y0, 0.0)], [max(y1 - y, 0.0)]], fmt="o" if c.candidate.epsilon is None else "s",
             color=colour, ms=8 if on_front else 5, mfc=colour if on_front else "white", capsize=3,
         )
         label = f"{i + 1}"
