@@ -191,3 +191,10 @@ def test_cli_compare_writes_the_map_and_prints_json(tmp_path: Path) -> None:
     sidecar = json.loads((tmp_path / "cmp.json").read_text(encoding="utf-8"))
     assert sidecar["sections"]["map"]["data"]["frontier"] == payload["frontier"]
     assert load_compare(tmp_path / "cmp.yaml").candidates[0].name == "MDAV"
+
+
+def test_sdckit_run_points_a_compare_section_to_sdckit_compare() -> None:
+    from sdckit.pipeline import parse_config  # noqa: PLC0415  # reason: only this test parses a pipeline
+
+    with pytest.raises(ConfigError, match="sdckit compare"):
+        parse_config({"input": "x.csv", "compare": {"candidates": []}}, source="p.yaml")
