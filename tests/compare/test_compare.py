@@ -109,7 +109,23 @@ def _recount(draw: Any, inp: pl.DataFrame) -> dict[str, float | None]:
     (b0, h0), (b1, h1) = ci(inp), ci(rel)
     ov = np.minimum(b0 + h0, b1 + h1) - np.maximum(b0 - h0, b1 - h1)
     overlap = float(np.mean(np.clip(0.5 * (ov / (2 * h0) + ov / (2 * h1)), 0, 1)))
+    pairs = []
+    num_rel = np.column_stack([np.nan_to_num(as_numeric(rel[c]).to_numpy(), nan=float(np.nanmean(as_numeric(rel[c]).to_numpy())))
+                               for c in ["age", *NUM]])
+    num_inp = np.column_stack([as_numeric(inp[c]).to_numpy() for c in ["age", *NUM]])
+    for a in range(4):
+        for b in range(a + 1, 4):
+            r_in = np.corrcoef(num_inp[:, a], num_inp[:, b])[0, 1]
+            r_out = np.corrcoef(num_rel[:, a], num_rel[:, b])[0, 1]
+            pairs.append(0.0 if np.isnan(r_out) else abs(r_in - r_out))
+    for a in range(3):
+        for b in range(a + 1, 3):
+            ka = list(zip(inp[CAT[a]].to_list(), inp[CAT[b]].to_list(), strict=True))
+            kb = list(zip(rel[CAT[a]].to_list(), rel[CAT[b]].to_list(), strict=True))
+            pairs.append(0.5 * sum(abs(ka.count(v) / len(ka) - kb.count(v) / len(kb)) for v in set(ka) | set(kb)))
     return {
+        "global_risk": float(np.mean(1.0 / sizes)),  # no weights: r_i = 1 / f_k, the table as the population
+        "pairwise_distance": float(np.mean(pairs)),
         "exposure_at_k": float(np.mean(sizes < 3)),
         "consistent_below_k": float(np.mean(np.array(consistent) < 3)),
         "linkage": linkage,
