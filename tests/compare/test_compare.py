@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+import yaml
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -16,6 +17,7 @@ from sdckit.cli import app
 from sdckit.compare import load_compare, pareto_frontier, parse_compare, run_compare, summary_rows
 from sdckit.compare._figures import ReleaseContext, as_numeric, pmse
 from sdckit.errors import ConfigError
+from sdckit.pipeline import parse_config
 
 pytest.importorskip("opendp")
 
@@ -193,7 +195,6 @@ def test_bad_compare_sections_are_refused(tmp_path: Path, change: dict[str, Any]
 
 @pytest.mark.slow
 def test_cli_compare_writes_the_map_and_prints_json(tmp_path: Path) -> None:
-    import yaml  # reason: only this test writes YAML
 
     raw = _spec_dict(tmp_path, [CANDIDATES[1], CANDIDATES[2]], repeat=1)
     (tmp_path / "cmp.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
@@ -210,7 +211,5 @@ def test_cli_compare_writes_the_map_and_prints_json(tmp_path: Path) -> None:
 
 
 def test_sdckit_run_points_a_compare_section_to_sdckit_compare() -> None:
-    from sdckit.pipeline import parse_config  # noqa: PLC0415  # reason: only this test parses a pipeline
-
     with pytest.raises(ConfigError, match="sdckit compare"):
         parse_config({"input": "x.csv", "compare": {"candidates": []}}, source="p.yaml")
