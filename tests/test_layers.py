@@ -23,10 +23,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_checks", "_scale"),
     ("_io",),
     ("risk", "_estimator"),
-    ("anonymize", "microagg"),
+    ("anonymize", "microagg", "synth"),
     ("spectral", "plan", "datasets"),
     ("pipeline", "protocol"),
     ("report",),
+    ("compare",),
     ("app",),
     ("cli",),
 )

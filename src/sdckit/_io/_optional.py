@@ -22,6 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "scale": ("dask", "pyspark"),
     "protocol": ("cryptography", "fastapi", "uvicorn", "httpx", "voprf", "psycopg", "psycopg_pool", "rfc8785"),
     "app": ("fastapi", "uvicorn"),
+    "dp": ("opendp",),
 }
 """Each optional extra of ``pyproject.toml`` and the top-level modules it installs (beside the core)."""
 

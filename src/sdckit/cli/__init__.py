@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "microaggregate": ("sdckit.cli.microagg", "Microaggregate numeric columns and print the utility table."),
     "report": ("sdckit.cli.report", "Write the self-contained HTML report (risk, plan, microaggregation, PCA)."),
     "run": ("sdckit.cli.report", "Run a release pipeline file: measure, plan, mask, write data and report."),
+    "compare": ("sdckit.cli.compare", "Compare candidate releases (masking, DP synthetic data) on one risk-utility map."),
     "app": ("sdckit.cli.workbench", "The release workbench in the browser: roles, steps, risk before/after, undo, export."),
 }
 """Every top-level command: name -> (module with ``register(app)``, one-line help)."""

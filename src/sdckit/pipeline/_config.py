@@ -672,6 +672,8 @@ def parse_config(raw: Any, *, base: Path | None = None, source: str = "<dict>") 
                 f"{source}: unknown key {str(key)!r}: reading options go under read, e.g. "
                 f"read: {{{key}: {obj[key]!r}}}."
             )
+        if key == "compare":
+            raise ConfigError(f"{source}: a `compare:` section is run by `sdckit compare {source}` (sdckit.compare.load_compare).")
         if key not in PipelineConfig.allowed_keys() and key != "entity":
             allowed = [*PipelineConfig.allowed_keys(), "steps", "output", "entity"]
             renamed = {"epsilon": "steps[].noise.max_leakage_nats"}

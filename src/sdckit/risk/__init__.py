@@ -35,6 +35,14 @@ from sdckit.risk._measures._individual import (
 )
 from sdckit.risk._measures._ldiversity import DiversityKind, LDiversity, SensitiveDiversity, l_diversity
 from sdckit.risk._measures._linkage import DRiskRMD, RecordLinkage, d_risk, d_risk_rmd, record_linkage
+from sdckit.risk._measures._population import (
+    GaussianCopulaUniqueness,
+    PopulationUniques,
+    pitman_uniques,
+    sample_class_sizes,
+    snb_uniques,
+    zayatz_uniques,
+)
 from sdckit.risk._measures._release import (
     ReleaseMeasure,
     consistent_counts,
@@ -79,12 +87,14 @@ __all__ = [
     "DRiskRMD",
     "DiversityKind",
     "ExposureCurve",
+    "GaussianCopulaUniqueness",
     "HouseholdRisk",
     "IndividualRisk",
     "IntervalMethod",
     "LDiversity",
     "Marginals",
     "PairBoundCurve",
+    "PopulationUniques",
     "RecordLinkage",
     "ReleaseMeasure",
     "RiskSummary",
@@ -110,11 +120,14 @@ __all__ = [
     "measure_lazy_release",
     "measure_release",
     "pair_bound_curve",
+    "pitman_uniques",
     "plugin_exposure",
     "record_linkage",
     "record_risk",
     "release_attacks",
     "risk_summary",
+    "sample_class_sizes",
+    "snb_uniques",
     "statistical_exposure",
     "statistical_exposure_bound",
     "suda2",
@@ -123,4 +136,5 @@ __all__ = [
     "with_individual_risk",
     "with_suda2",
     "with_wildcard_sizes",
+    "zayatz_uniques",
 ]
