@@ -17,7 +17,10 @@ at best as sharp), and reads every released column:
 
 H(r) being the keys suppressed in row r and y_r its released non-key values (categorical columns
 as released; masked numeric ones in ``bins`` quantile bins of the release). A row with no
-suppressed key has score 1. P is the empirical law on the input, smoothed:
+suppressed key has score 1. A row's shown keys are read as released: after record swapping a row
+shows another area than its person's, and is consistent with a person only where it shows that
+person's keys (a swapped person's own row, showing the swapped area, gets 0). P is the empirical
+law on the input, smoothed:
 
     P(h | s, y) = (n(s, y, h) + a P(h | s)) / (n(s, y) + a),  P(h | s) = (n(s, h) + 1/m) / (n(s) + 1)
 
