@@ -137,3 +137,35 @@ def test_linked_columns_and_the_wider_attacker_are_named_in_the_console_and_the_
     assert {c["column"] for c in data["linked"]["columns"]} == set(COPIES)
     assert data["scenarios"][1]["extra_columns"] == ["hhcivil"]
     assert data["row_posterior"]["k"] == 3
+
+
+def _u_by_hand(q: list[object], c: list[object]) -> float:
+    """U(q | c) from its definition, Miller-Madow corrected, in plain Python."""
+    n = len(q)
+
+    def h(values: list[object]) -> float:
+        return -sum(m / n * math.log2(m / n) for m in Counter(values).values())
+
+    mutual = h(q) + h(c) - h(list(zip(q, c, strict=True)))
+    bias = (len(set(q)) - 1) * (len(set(c)) - 1) / (2 * n * math.log(2))
+    return max(0.0, min(1.0, (mutual - bias) / h(q)))
+
+
+def test_a_household_amount_is_one_observation_per_household() -> None:
+    """examples/data/households.csv: income is drawn per household independently of region, and shared by the
+    members with their region. Counted per row it looks like a copy of region (each amount seen 2-3 times with
+    one region); counted once per household (as the pipeline does with ``household:``) it reveals nothing,
+    while a real copy of the region is still found."""
+    frame = pl.read_csv(Path(__file__).resolve().parents[2] / "examples" / "data" / "households.csv")
+    frame = frame.with_columns((pl.col("region") * 10).alias("region_copy"))
+    per_row = uncertainty_coefficient(frame["region"], frame["income"])
+    assert per_row > 0.3  # the artefact: linked by the threshold when members are counted as observations
+    one = frame.unique(["hid"], keep="first", maintain_order=True)
+    by_hand = _u_by_hand(one["region"].to_list(), one["income"].to_list())
+    assert by_hand < 0.05
+    assert uncertainty_coefficient(frame["region"], frame["income"], frame["hid"]) == pytest.approx(by_hand, abs=1e-12)
+    found = {c.column: c.keys for c in find_linked_columns(frame, ["region", "district", "hsize", "age_group"],
+                                                           ["income", "region_copy"], units="hid")}
+    assert set(found) == {"region_copy"}
+    assert "region" in found["region_copy"]
+    assert {c.column for c in find_linked_columns(frame, ["region"], ["income"])} == {"income"}  # without units

@@ -90,12 +90,16 @@ def link_columns(config: PipelineConfig, frame: pl.DataFrame) -> tuple[PipelineC
                 f"list the keys it reveals among {list(qis)}."
             )
     found: dict[str, LinkedColumn] = {}
+    # a household's shared values are one observation, not one per member
+    units = frame[config.household] if config.household is not None and config.household in frame.columns else None
     for column, keys in declared.items():
         found[column] = LinkedColumn(
-            column, tuple(keys), tuple(uncertainty_coefficient(frame[q], frame[column]) for q in keys), declared=True
+            column, tuple(keys), tuple(uncertainty_coefficient(frame[q], frame[column], units) for q in keys),
+            declared=True,
         )
     if config.linked_threshold is not None:
-        for c in find_linked_columns(frame, qis, [c for c in keep if c not in found], threshold=config.linked_threshold):
+        for c in find_linked_columns(frame, qis, [c for c in keep if c not in found], threshold=config.linked_threshold,
+                                     units=config.household):
             found[c.column] = c
     plan = LinkedPlan(tuple(found.values()), config.linked_as, qis)
     if not found:

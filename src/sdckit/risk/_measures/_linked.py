@@ -7,7 +7,8 @@ A column c is *linked* to a key q when it removes a large share of q's uncertain
 
 measured on the data, with the mutual information corrected for its small-sample bias
 (Miller-Madow: E[I_hat] ~ (|q| - 1)(|c| - 1) / (2 n ln 2) bits under independence), so that a
-near-unique column (many values, few rows) is not taken for a copy. A released linked column
+near-unique column (many values, few rows) is not taken for a copy; with households, a value shared by
+a household's members counts once per household (members are not independent observations). A released linked column
 undoes the suppression of the key it reveals: a row whose ``sex`` is suppressed but whose
 ``relationship`` says *Husband* shows its sex. The pipeline therefore counts linked columns as
 quasi-identifiers (or suppresses them with the key cell, sdcMicro's ghost variables).
@@ -69,8 +70,18 @@ def _entropy(counts: np.ndarray) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
-def uncertainty_coefficient(key: pl.Series, column: pl.Series) -> float:
-    """U(key | column) = I(key; column) / H(key), bias-corrected (Miller-Madow), in [0, 1]; 0 for a constant key."""
+def uncertainty_coefficient(key: pl.Series, column: pl.Series, units: pl.Series | None = None) -> float:
+    """U(key | column) = I(key; column) / H(key), bias-corrected (Miller-Madow), in [0, 1]; 0 for a constant key.
+
+    ``units``: the household (entity) of each row. A value the members of a household share is one
+    observation, not one per member: counted per row, a household-level amount such as the household's
+    income, near-unique, is seen 2-3 times with the same region in every household and looks like a copy
+    of it (U 0.49 on ``examples/data/households.csv``, where income is drawn independently of region; 0.0
+    counted once per household). So each (unit, key, column) triple is counted once.
+    """
+    if units is not None:
+        triples = pl.DataFrame({"u": units, "q": key, "c": column}).unique(maintain_order=True)
+        key, column = triples["q"], triples["c"]
     q, c = _codes(key), _codes(column)
     n = q.size
     if n == 0:
@@ -92,8 +103,11 @@ def find_linked_columns(
     candidates: Sequence[str],
     *,
     threshold: float = LINKED_THRESHOLD,
+    units: str | None = None,
 ) -> tuple[LinkedColumn, ...]:
-    """The ``candidates`` with U(q | c) >= ``threshold`` for some key q of ``keys`` (keys sorted by U, largest first).
+    """The ``candidates`` with U(q | c) >= ``threshold`` for some key q of ``keys`` (keys sorted by U, largest first);
+    ``units``: the household (entity) column, whose shared values count once per household
+    (:func:`uncertainty_coefficient`).
 
     Examples
     --------
@@ -107,7 +121,8 @@ def find_linked_columns(
     for c in candidates:
         if c not in frame.columns or c in keys:
             continue
-        scored = [(q, uncertainty_coefficient(frame[q], frame[c])) for q in keys if q in frame.columns]
+        ids = frame[units] if units is not None and units in frame.columns else None
+        scored = [(q, uncertainty_coefficient(frame[q], frame[c], ids)) for q in keys if q in frame.columns]
         hits = sorted(((q, u) for q, u in scored if u >= threshold), key=lambda t: -t[1])
         if hits:
             out.append(LinkedColumn(c, tuple(q for q, _ in hits), tuple(u for _, u in hits)))

@@ -17,7 +17,10 @@ at best as sharp), and reads every released column:
 
 H(r) being the keys suppressed in row r and y_r its released non-key values (categorical columns
 as released; masked numeric ones in ``bins`` quantile bins of the release). A row with no
-suppressed key has score 1. P is the empirical law on the input, smoothed:
+suppressed key has score 1. A row's shown keys are read as released: after record swapping a row
+shows another area than its person's, and is consistent with a person only where it shows that
+person's keys (a swapped person's own row, showing the swapped area, gets 0). P is the empirical
+law on the input, smoothed:
 
     P(h | s, y) = (n(s, y, h) + a P(h | s)) / (n(s, y) + a),  P(h | s) = (n(s, h) + 1/m) / (n(s) + 1)
 
@@ -38,6 +41,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sdckit.risk._measures._release import SUPPRESSED_MARK
+
 __all__ = ["POSTERIOR_TOLERANCE", "RowPosterior", "row_posterior"]
 
 POSTERIOR_TOLERANCE = 0.05
@@ -45,6 +50,14 @@ POSTERIOR_TOLERANCE = 0.05
 counts as exposed by the non-key columns (the release's posterior figure)."""
 
 _Y = "__y"
+
+
+def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
+    """A released cell that shows nothing: missing, or the ``*`` of a string column."""
+    expr = pl.col(column).is_null()
+    if dtype == pl.String:
+        expr = expr | (pl.col(column) == SUPPRESSED_MARK)
+    return expr
 
 
 @dataclass(frozen=True)
@@ -153,13 +166,24 @@ def row_posterior(
     n = release.height
     if not keys or n == 0:
         return RowPosterior(np.zeros(n), k, tolerance, feats, np.zeros(0), np.zeros(0, bool), None)
+    # the people's keys in the release's types, so that a value written alike compares alike
+    known = known.select([pl.col(c).cast(release.schema[c], strict=False) for c in keys])
     str_keys = [pl.col(c).cast(pl.String).fill_null("\x00missing") for c in keys]
     truth = known.select(str_keys).with_columns(_features(release, feats, masked, bins).alias(_Y))
-    rel = release.select([pl.col(c).cast(pl.String) for c in keys])
+    shown_as = release.select(str_keys)
     # every released missing cell is hidden to the attacker, suppressed or missing in the input alike (the
     # file does not say which); a person whose key was missing has the value "\x00missing" behind it
-    hidden = rel.select([pl.col(c).is_null().alias(c) for c in keys])
-    rel = rel.with_columns([pl.when(hidden[c]).then(None).otherwise(truth[c]).alias(c) for c in keys])
+    hidden = release.select([_suppressed(c, release.schema[c]).alias(c) for c in keys])
+    # a shown cell is matched as released, not as its person's true value: after record swapping a row
+    # shows another area than its person's, and the attacker who knows the person's true area finds the
+    # rows that show it (the person's own row is then not among them)
+    rel = shown_as.with_columns([pl.when(hidden[c]).then(None).otherwise(shown_as[c]).alias(c) for c in keys])
+    # row i is consistent with its own person i when every shown cell equals the person's value
+    own_consistent = np.asarray(
+        pl.DataFrame([(hidden[c] | (shown_as[c] == truth[c])).alias(c) for c in keys])
+        .select(pl.all_horizontal(pl.all()).alias("__ok"))["__ok"].to_numpy(),
+        dtype=bool,
+    )
     rel = rel.with_columns(truth[_Y]).with_row_index("__row")
     persons = truth.with_row_index("__person")
     own = np.ones(n)
@@ -215,6 +239,7 @@ def row_posterior(
         ).join(truth.with_columns(h).with_row_index("__row").select("__row", "__h"), on="__row")
         cell_post.append(best["__p"].to_numpy())
         cell_right.append((best["__best"] == best["__h"]).to_numpy())
+    own = np.where(own_consistent, own, 0.0)  # a row that does not show its person's keys is not read as theirs
     posterior = np.divide(own, denom, out=np.zeros(n), where=denom > 0)
     sizes = release.select(pl.len().over(keys).alias("__g"))["__g"].to_numpy().astype(np.int64)
     return RowPosterior(
