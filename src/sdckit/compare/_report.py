@@ -33,6 +33,8 @@ def summary_rows(result: CompareResult) -> list[dict[str, Any]]:
         for f in result.figures:
             mean, lo, hi = c.stat(f.name)
             row[f.name] = {"mean": mean, "min": lo, "max": hi, "draws": [d.values.get(f.name) for d in c.draws]}
+            if f.interval is not None:
+                row[f.name]["intervals"] = [d.intervals.get(f.name) for d in c.draws]
         rows.append(row)
     return rows
 
@@ -49,8 +51,9 @@ def _map_figure(result: CompareResult) -> Any:
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     front = []
     for i, c in enumerate(result.results):
-        x, x0, x1 = c.stat(rx.name)
-        y, y0, y1 = c.stat(uy.name)
+        x, y = c.stat(rx.name)[0], c.stat(uy.name)[0]
+        x0, x1 = c.band(rx.name)
+        y0, y1 = c.band(uy.name)
         if x is None or y is None or x0 is None or x1 is None or y0 is None or y1 is None:
             continue
         on_front = c.candidate.name in result.frontier
@@ -92,7 +95,7 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
     if plot:
         section.add(figure(_map_figure(result), caption=(
             f"Each point is a candidate's mean over its draws (bars: the range over the draws, each drawn from OS "
-            f"entropy). x: {rx.label}; y: {uy.label}. The dashed line joins the frontier: no other candidate is "
+            f"entropy, widened by each draw's own confidence interval where the figure has one: the attacks). x: {rx.label}; y: {uy.label}. The dashed line joins the frontier: no other candidate is "
             "better on both.")))
     section.add(table(
         [(i + 1, r["candidate"], _fmt(r[rx.name]["mean"]), _fmt(r[uy.name]["mean"]),
