@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from sdckit.compare import _run as compare_run
-from sdckit.compare import parse_compare, run_compare, summary_rows
+from sdckit.compare import build_compare_report, parse_compare, run_compare, summary_rows
 from sdckit.datasets import make_households
 from sdckit.risk import release_attacks
 
@@ -124,6 +124,8 @@ def test_attack_figures_recount_and_bracket_the_input_and_dp(tmp_path: Path, mon
         assert hi is not None
         assert lo <= c.draws[0].intervals["singling_out"][0]
         assert hi >= c.draws[0].intervals["singling_out"][1]
+    report = build_compare_report(result)  # the map with singling_out as its x and the intervals as bars
+    assert report.sections[0].data["candidates"][0]["singling_out"]["intervals"][0] is not None
     row = summary_rows(result)[0]
     assert row["singling_out"]["intervals"][0] == pytest.approx(list(draws["as is"].intervals["singling_out"]))
 

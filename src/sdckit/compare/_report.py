@@ -125,7 +125,9 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
     detail.add(paragraph(
         "A dash: the figure does not apply (information loss of a synthetic release, whose rows stem from no one; "
         "record linkage of a synthetic release is 0 for the same reason, and closest_share measures what it still "
-        "singles out). Every figure was computed on the file as written and read back."))
+        "singles out; household risk without a household column, or of synthetic data). The attacks run against a "
+        "held-out control: for synthetic data, rows the synthesizer was never given. Every figure was computed on "
+        "the file as written and read back."))
     report.add(detail)
     spread = [float(np.ptp(vals)) for r in rows for f in result.figures
               if len(vals := [v for v in r[f.name]["draws"] if v is not None]) > 1]
