@@ -184,3 +184,21 @@ def test_household_risk_of_a_record_swapped_release_is_recounted(tmp_path: Path)
     # synthetic data has no households, and the synthesizer never saw the id
     assert draws["DP tree"].values["household_risk"] is None
     assert "hid" not in pl.read_parquet(draws["DP tree"].path).columns
+
+
+def test_an_attack_over_its_budget_puts_the_release_over_budget(tmp_path: Path) -> None:
+    recode = {"name": "recode + decoys", "steps": [
+        {"recode": {"rules": {"age": {"breaks": [0, 20, 40, 60, 120]}}}}, {"local_suppression": {"k": 3}}]}
+    spec = _spec(tmp_path, [recode])
+    free = run_compare(spec, seed=3).results[0].draws[0]
+    assert free.values["exposure_at_k"] == 0.0
+    assert free.within_budget  # exposure within budget, the attacks without one
+    limit = _v(free, "singling_out") / 2
+    assert limit > 0
+    (tmp_path / "again").mkdir()  # a second run writes beside the first, never over it
+    raw_spec = _spec(tmp_path / "again", [recode])
+    budgeted = type(raw_spec)(**{**raw_spec.__dict__, "config": raw_spec.config.replace(
+        attacks={"n_attacks": 80, "n_control": 60, "budget": {"singling_out": limit}})})
+    again = run_compare(budgeted, seed=3).results[0].draws[0]
+    assert _v(again, "singling_out") == _v(free, "singling_out")  # same seed, same figures
+    assert not again.within_budget

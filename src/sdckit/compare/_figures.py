@@ -500,9 +500,13 @@ UTILITY_FIGURES: tuple[Figure, ...] = (
 def measure_written(
     ctx: ReleaseContext, *, risk: Sequence[Figure] = RISK_FIGURES, utility: Sequence[Figure] = UTILITY_FIGURES
 ) -> tuple[dict[str, float | None], bool]:
-    """Every figure of one release (by name) and whether it is within budget (exposure at k)."""
+    """Every figure of one release (by name) and whether it is within budget: exposure at k at most the
+    budget, and every attack with a budget (``attacks: {budget: ...}``) at most its budget."""
     values = {f.name: f.compute(ctx) for f in (*risk, *utility)}
-    return values, bool(ctx.measure.within_budget)
+    within = bool(ctx.measure.within_budget)
+    budget = ctx.attacks.budget if ctx.attacks is not None else {}
+    over = [a for a, limit in budget.items() if (got := values.get(a)) is not None and got > limit + 1e-12]
+    return values, within and not over
 
 
 def measure_intervals(ctx: ReleaseContext, figures: Sequence[Figure]) -> dict[str, tuple[float, float]]:

@@ -363,7 +363,8 @@ def run_compare(
     numeric = tuple(c for c in released if c not in set(categorical))
     qis = tuple(config.quasi_identifiers or ())
     attack_settings = (
-        AttackSettings(n_attacks=config.attacks.n_attacks, n_control=config.attacks.n_control)
+        AttackSettings(n_attacks=config.attacks.n_attacks, n_control=config.attacks.n_control,
+                       budget=config.attacks.budgets())
         if config.attacks.run else None
     )
     figures = (*risk, *utility)
@@ -419,7 +420,7 @@ def run_compare(
                 household=household, sensitive=tuple(config.sensitive or ()),
                 attacks=None if attack_settings is None else AttackSettings(
                     n_attacks=attack_settings.n_attacks, n_control=attack_settings.n_control,
-                    seed=None if draw_seed is None else draw_seed + 7),
+                    budget=attack_settings.budget, seed=None if draw_seed is None else draw_seed + 7),
             )
             values, within = measure_written(ctx, risk=risk, utility=utility)
             intervals = measure_intervals(ctx, figures)
