@@ -199,6 +199,8 @@ def test_an_attack_over_its_budget_puts_the_release_over_budget(tmp_path: Path) 
     raw_spec = _spec(tmp_path / "again", [recode])
     budgeted = type(raw_spec)(**{**raw_spec.__dict__, "config": raw_spec.config.replace(
         attacks={"n_attacks": 80, "n_control": 60, "budget": {"singling_out": limit}})})
-    again = run_compare(budgeted, seed=3).results[0].draws[0]
+    rerun = run_compare(budgeted, seed=3)
+    again = rerun.results[0].draws[0]
+    assert build_compare_report(rerun, plot=False).sections[0].summary.startswith("0 of 1 candidates within budget")
     assert _v(again, "singling_out") == _v(free, "singling_out")  # same seed, same figures
     assert not again.within_budget

@@ -90,6 +90,8 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
     )
     rows = summary_rows(result)
     rx, uy = result.figure(spec.risk_axis), result.figure(spec.utility_axis)
+    budgets = config.attacks.budgets() if config.attacks.run else {}
+    attack_budget = "".join(f"; {a} <= {v:g}" for a, v in budgets.items())
     section = Section("map", "Risk-utility map of every candidate, each measured on its written file",
                       data={"candidates": rows, "frontier": result.frontier, "seconds": result.seconds})
     if plot:
@@ -101,14 +103,14 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
         [(i + 1, r["candidate"], _fmt(r[rx.name]["mean"]), _fmt(r[uy.name]["mean"]),
           "–" if r["epsilon"] is None else f"{r['epsilon']:.3g}",
           "yes" if r["within_budget"] else "NO", "yes" if r["frontier"] else "", r["draws"]) for i, r in enumerate(rows)],
-        ["#", "candidate", rx.name, uy.name, "epsilon (DP)", f"within budget (exposure at k={config.k} <= {config.budget:g})",
+        ["#", "candidate", rx.name, uy.name, "epsilon (DP)", f"within budget (exposure at k={config.k} <= {config.budget:g}{attack_budget})",
          "frontier", "draws"],
         caption="The map's points. Epsilon is what OpenDP's privacy maps give for the measurements made "
         "(sequential composition), for differentially private candidates only; the column domains are taken as public.",
     ))
     within = [r["candidate"] for r in rows if r["within_budget"]]
     section.add(paragraph(
-        f"Within budget (exposure at k = {config.k} of at most {100 * config.budget:g} % on the written file): "
+        f"Within budget (exposure at k = {config.k} of at most {100 * config.budget:g} % on the written file{attack_budget}): "
         + (", ".join(within) if within else "none") + ". On the frontier: " + ", ".join(result.frontier) + "."))
     section.summary = f"{len(within)} of {len(rows)} candidates within budget; frontier: {', '.join(result.frontier)}."
     report.add(section)
