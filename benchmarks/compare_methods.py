@@ -17,11 +17,17 @@ import argparse
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from sdckit.compare import build_compare_report, load_compare, run_compare, summary_rows
 
 HERE = Path(__file__).resolve().parent / "compare"
 CONFIGS = ("sdcmicro_testdata.yaml", "casc_census.yaml", "casc_tarragona.yaml")
+
+
+def _mean(row: dict[str, Any], name: str) -> str:
+    got = row.get(name, {}).get("mean")
+    return "-" if got is None else f"{got:.3f}"
 
 
 def main() -> None:
@@ -48,7 +54,8 @@ def main() -> None:
             print(f"    {r['candidate']:<60} {spec.risk_axis}={r[spec.risk_axis]['mean']:.3f} "
                   f"{spec.utility_axis}={r[spec.utility_axis]['mean']:.4f} "
                   f"eps={'-' if r['epsilon'] is None else format(r['epsilon'], '.3g')} "
-                  f"{'within' if r['within_budget'] else 'over'} budget {r['seconds']:.1f} s")
+                  + "".join(f"{a}={_mean(r, a)} " for a in ("singling_out", "linkability", "inference"))
+                  + f"{'within' if r['within_budget'] else 'over'} budget {r['seconds']:.1f} s")
     print(f"compare_methods: 3 data sets in {time.perf_counter() - start:.1f} s")
 
 

@@ -50,7 +50,9 @@ def compare(
         print_json({"candidates": rows, "frontier": result.frontier, "seconds": result.seconds,
                     "report": None if report_paths is None else str(report_paths[0].resolve())})
         return
-    shown = list(dict.fromkeys([spec.risk_axis, spec.utility_axis, "exposure_at_k", "linkage", "ci_overlap"]))
+    wanted = [spec.risk_axis, spec.utility_axis, "exposure_at_k", "singling_out", "household_risk", "linkage", "ci_overlap"]
+    # a figure that applies to no candidate (no household, no regression) takes no column
+    shown = [f for f in dict.fromkeys(wanted) if any(f in r and r[f]["mean"] is not None for r in rows)]
     table = Table("#", "candidate", *shown, "eps", "budget", "front", title=(
         f"{len(rows)} candidates, {sum(r['draws'] for r in rows)} written releases, {result.seconds:.0f} s "
         "(means over the draws; every figure and its range in the report and with --json)"))

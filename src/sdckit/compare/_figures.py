@@ -14,10 +14,11 @@ that axis. Pure logic, no I/O.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,8 @@ from scipy import special, stats
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import NearestNeighbors
 
+from sdckit.risk._measures._attacks import ATTACKS, AttackSettings, held_out_attacks, release_attacks
+from sdckit.risk._measures._household import household_risk
 from sdckit.risk._measures._release import ReleaseMeasure, consistent_counts, measure_release
 
 __all__ = [
@@ -35,12 +38,15 @@ __all__ = [
     "Regression",
     "ReleaseContext",
     "as_numeric",
+    "attack_figures",
     "ci_overlap",
     "closest_share",
     "encode",
+    "household_figure",
     "information_loss",
     "linkage_share",
     "marginal_distance",
+    "measure_intervals",
     "measure_written",
     "pairwise_distance",
     "pmse",
@@ -73,8 +79,19 @@ class ReleaseContext:
     """The attacker's knowledge of each person's quasi-identifiers (default: the input's)."""
     regression: Regression | None = None
     control: pl.DataFrame | None = None
-    """Held-out rows of the same population (for attacks that need a control; None here)."""
+    """Input rows held out of a synthesizer's training input (the attacks' control for synthetic data;
+    None for a masked release, whose control rows :func:`release_attacks` takes out of the attacked table)."""
+    training: pl.DataFrame | None = None
+    """The input rows a synthesizer was fitted on (the attacks' targets for synthetic data)."""
+    household: str | None = None
+    """The household column (its ids in the release are fresh random numbers): the household risk reads it,
+    no other figure does."""
+    sensitive: tuple[str, ...] = ()
+    """The sensitive columns: the inference attack's secrets (every column when none)."""
+    attacks: AttackSettings | None = None
+    """How the three attacks run (None: not run, their figures are None)."""
     _measure: ReleaseMeasure | None = field(default=None, repr=False)
+    _attacks: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def measure(self) -> ReleaseMeasure:
@@ -100,6 +117,8 @@ class Figure:
     label: str
     better: Literal["lower", "higher"]
     compute: Callable[[ReleaseContext], float | None]
+    interval: Callable[[ReleaseContext], tuple[float, float] | None] | None = None
+    """The figure's own uncertainty on one release (an attack's confidence interval), or None."""
 
 
 # --- encoding shared by the distance-based figures -------------------------------------------------
@@ -143,8 +162,8 @@ def encode(frame: pl.DataFrame, reference: pl.DataFrame, numeric: Sequence[str],
 
 
 def _columns(ctx: ReleaseContext) -> tuple[list[str], list[str]]:
-    num = [c for c in ctx.numeric if c in ctx.release.columns]
-    cat = [c for c in ctx.release.columns if c not in set(num) and c in ctx.input.columns]
+    num = [c for c in ctx.numeric if c in ctx.release.columns and c != ctx.household]
+    cat = [c for c in ctx.release.columns if c not in set(num) and c in ctx.input.columns and c != ctx.household]
     return num, cat
 
 
@@ -210,6 +229,101 @@ def closest_share(ctx: ReleaseContext) -> float | None:
     d_other = NearestNeighbors(n_neighbors=2).fit(x).kneighbors(x)[0][:, 1]
     d_release = NearestNeighbors(n_neighbors=1).fit(r).kneighbors(x)[0][:, 0]
     return float(np.mean(d_release < d_other))
+
+
+def _attack_targets(ctx: ReleaseContext, cols: Sequence[str]) -> pl.DataFrame:
+    """The input rows in the release's order as the attacker knows them: a quasi-identifier after the
+    public recodings (``known``), except a column numeric on both sides (masked by noise or
+    microaggregation: the attacker knows the true value, as in the release measure's attacks)."""
+    assert ctx.row_order is not None
+    targets = ctx.input.select(cols)
+    known = ctx.known
+    if known is not None and known.height == targets.height:
+        moved = [
+            known[c] for c in ctx.quasi_identifiers
+            if c in known.columns and c in targets.columns
+            and not (ctx.input.schema[c].is_numeric() and ctx.release.schema[c].is_numeric())
+        ]
+        targets = targets.with_columns(moved) if moved else targets
+    return targets[ctx.row_order]
+
+
+def attack_figures(ctx: ReleaseContext) -> dict[str, Any] | None:
+    """Singling out, linkability and inference (:mod:`sdckit.risk._measures._attacks`) on the written
+    release, every released column but the household id known to the attacker; computed once per
+    context. A masked release (row for row the input): :func:`release_attacks` holds a random
+    ``attacks.n_control`` records (at most a fifth) out of the attacked table as the control, as the
+    release measure does. A synthetic release: the targets are as many rows drawn from those the
+    synthesizer was fitted on (``ctx.training``) as the control holds, the control the rows held out of
+    its input (``ctx.control``), genuinely unseen.
+    None when the attacks are off or do not apply (fewer than 20 rows, no control)."""
+    settings = ctx.attacks
+    if settings is None:
+        return None
+    if ctx._attacks is None:
+        cols = [c for c in ctx.release.columns if c in ctx.input.columns and c != ctx.household]
+        if not cols:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if ctx.row_order is not None:
+                if ctx.release.height < 20:
+                    return None
+                ctx._attacks = release_attacks(
+                    _attack_targets(ctx, cols), ctx.release.select(cols), quasi_identifiers=ctx.quasi_identifiers,
+                    secrets=[c for c in ctx.sensitive if c in cols] or None, n_attacks=settings.n_attacks,
+                    n_control=settings.n_control, confidence=settings.confidence, seed=settings.seed,
+                )
+            elif ctx.training is not None and ctx.control is not None and ctx.control.height and ctx.release.height:
+                rng = np.random.default_rng(settings.seed)
+                # as many targets as control records, both drawn alike from the input: a query singles out
+                # "exactly one of m" on either side, so the control is the same test on unseen persons
+                pick = np.sort(rng.choice(ctx.training.height, size=min(ctx.control.height, ctx.training.height),
+                                          replace=False))
+                ctx._attacks = held_out_attacks(
+                    ctx.training.select(cols)[pick], ctx.release.select(cols), ctx.control.select(cols),
+                    quasi_identifiers=ctx.quasi_identifiers, secrets=[c for c in ctx.sensitive if c in cols] or None,
+                    n_attacks=settings.n_attacks, confidence=settings.confidence, rng=rng,
+                )
+            else:
+                return None
+    return ctx._attacks
+
+
+def _attack(name: str) -> tuple[Callable[[ReleaseContext], float | None],
+                                 Callable[[ReleaseContext], tuple[float, float] | None]]:
+    def risk(ctx: ReleaseContext) -> float | None:
+        got = (attack_figures(ctx) or {}).get(name)
+        return None if got is None else float(got["risk"])
+
+    def interval(ctx: ReleaseContext) -> tuple[float, float] | None:
+        got = (attack_figures(ctx) or {}).get(name)
+        return None if got is None else (float(got["risk_low"]), float(got["risk_high"]))
+
+    risk.__name__ = f"{name}_risk"
+    return risk, interval
+
+
+def household_figure(ctx: ReleaseContext) -> float | None:
+    """Household risk (sdcMicro's ``hier_risk``, :func:`sdckit.risk.household_risk`): a household is
+    re-identified when any member is, r_h = 1 - prod(1 - r_i); the expected re-identifications
+    sum_i r_h(i) over n, on the released quasi-identifiers grouped by the release's household ids.
+    None without a ``household:`` column, or for a release without households (synthetic data)."""
+    hh = ctx.household
+    qis = [c for c in ctx.quasi_identifiers if c in ctx.release.columns]
+    if hh is None or not qis or not ctx.release.height:
+        return None
+    if hh in ctx.release.columns:
+        ids = ctx.release[hh]
+    elif ctx.aligned_input is not None and hh in ctx.input.columns:
+        ids = ctx.aligned_input[hh]  # household_id: drop: the input's households, in the release's order
+    else:
+        return None
+    frame = ctx.release.select(qis).with_columns(ids.alias("__household"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = household_risk(frame, qis, household="__household", weights=None)
+    return float(got.global_risk)
 
 
 # --- utility ---------------------------------------------------------------------------------------
@@ -367,8 +481,12 @@ RISK_FIGURES: tuple[Figure, ...] = (
     Figure("global_risk", "individual risk: expected re-identifications / n", "lower", global_risk),
     Figure("linkage", "record linkage: nearest input row is the person's own", "lower", linkage_share),
     Figure("closest_share", "persons singled out closer than by any other person", "lower", closest_share),
+    Figure("household_risk", "household risk: expected re-identifications (a household by any member) / n",
+           "lower", household_figure),
+    *(Figure(name, f"{name.replace('_', ' ')} attack risk vs the held-out control", "lower", *_attack(name))
+      for name in ATTACKS),
 )
-"""The risk figures of every release; the outsider attacks of issue 34 append here."""
+"""The risk figures of every release (each attack with its interval as the point's own uncertainty)."""
 
 UTILITY_FIGURES: tuple[Figure, ...] = (
     Figure("pmse", "propensity-score pMSE", "lower", pmse),
@@ -382,6 +500,20 @@ UTILITY_FIGURES: tuple[Figure, ...] = (
 def measure_written(
     ctx: ReleaseContext, *, risk: Sequence[Figure] = RISK_FIGURES, utility: Sequence[Figure] = UTILITY_FIGURES
 ) -> tuple[dict[str, float | None], bool]:
-    """Every figure of one release (by name) and whether it is within budget (exposure at k)."""
+    """Every figure of one release (by name) and whether it is within budget: exposure at k at most the
+    budget, and every attack with a budget (``attacks: {budget: ...}``) at most its budget."""
     values = {f.name: f.compute(ctx) for f in (*risk, *utility)}
-    return values, bool(ctx.measure.within_budget)
+    within = bool(ctx.measure.within_budget)
+    budget = ctx.attacks.budget if ctx.attacks is not None else {}
+    over = [a for a, limit in budget.items() if (got := values.get(a)) is not None and got > limit + 1e-12]
+    return values, within and not over
+
+
+def measure_intervals(ctx: ReleaseContext, figures: Sequence[Figure]) -> dict[str, tuple[float, float]]:
+    """The figures' own intervals on this release (the attacks' confidence intervals), by name."""
+    out = {}
+    for f in figures:
+        got = f.interval(ctx) if f.interval is not None else None
+        if got is not None:
+            out[f.name] = got
+    return out

@@ -33,6 +33,8 @@ def summary_rows(result: CompareResult) -> list[dict[str, Any]]:
         for f in result.figures:
             mean, lo, hi = c.stat(f.name)
             row[f.name] = {"mean": mean, "min": lo, "max": hi, "draws": [d.values.get(f.name) for d in c.draws]}
+            if f.interval is not None:
+                row[f.name]["intervals"] = [d.intervals.get(f.name) for d in c.draws]
         rows.append(row)
     return rows
 
@@ -49,8 +51,9 @@ def _map_figure(result: CompareResult) -> Any:
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     front = []
     for i, c in enumerate(result.results):
-        x, x0, x1 = c.stat(rx.name)
-        y, y0, y1 = c.stat(uy.name)
+        x, y = c.stat(rx.name)[0], c.stat(uy.name)[0]
+        x0, x1 = c.band(rx.name)
+        y0, y1 = c.band(uy.name)
         if x is None or y is None or x0 is None or x1 is None or y0 is None or y1 is None:
             continue
         on_front = c.candidate.name in result.frontier
@@ -87,25 +90,27 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
     )
     rows = summary_rows(result)
     rx, uy = result.figure(spec.risk_axis), result.figure(spec.utility_axis)
+    budgets = config.attacks.budgets() if config.attacks.run else {}
+    attack_budget = "".join(f"; {a} <= {v:g}" for a, v in budgets.items())
     section = Section("map", "Risk-utility map of every candidate, each measured on its written file",
                       data={"candidates": rows, "frontier": result.frontier, "seconds": result.seconds})
     if plot:
         section.add(figure(_map_figure(result), caption=(
             f"Each point is a candidate's mean over its draws (bars: the range over the draws, each drawn from OS "
-            f"entropy). x: {rx.label}; y: {uy.label}. The dashed line joins the frontier: no other candidate is "
+            f"entropy, widened by each draw's own confidence interval where the figure has one: the attacks). x: {rx.label}; y: {uy.label}. The dashed line joins the frontier: no other candidate is "
             "better on both.")))
     section.add(table(
         [(i + 1, r["candidate"], _fmt(r[rx.name]["mean"]), _fmt(r[uy.name]["mean"]),
           "–" if r["epsilon"] is None else f"{r['epsilon']:.3g}",
           "yes" if r["within_budget"] else "NO", "yes" if r["frontier"] else "", r["draws"]) for i, r in enumerate(rows)],
-        ["#", "candidate", rx.name, uy.name, "epsilon (DP)", f"within budget (exposure at k={config.k} <= {config.budget:g})",
+        ["#", "candidate", rx.name, uy.name, "epsilon (DP)", f"within budget (exposure at k={config.k} <= {config.budget:g}{attack_budget})",
          "frontier", "draws"],
         caption="The map's points. Epsilon is what OpenDP's privacy maps give for the measurements made "
         "(sequential composition), for differentially private candidates only; the column domains are taken as public.",
     ))
     within = [r["candidate"] for r in rows if r["within_budget"]]
     section.add(paragraph(
-        f"Within budget (exposure at k = {config.k} of at most {100 * config.budget:g} % on the written file): "
+        f"Within budget (exposure at k = {config.k} of at most {100 * config.budget:g} % on the written file{attack_budget}): "
         + (", ".join(within) if within else "none") + ". On the frontier: " + ", ".join(result.frontier) + "."))
     section.summary = f"{len(within)} of {len(rows)} candidates within budget; frontier: {', '.join(result.frontier)}."
     report.add(section)
@@ -122,7 +127,9 @@ def build_compare_report(result: CompareResult, *, plot: bool = True) -> Report:
     detail.add(paragraph(
         "A dash: the figure does not apply (information loss of a synthetic release, whose rows stem from no one; "
         "record linkage of a synthetic release is 0 for the same reason, and closest_share measures what it still "
-        "singles out). Every figure was computed on the file as written and read back."))
+        "singles out; household risk without a household column, or of synthetic data). The attacks run against a "
+        "held-out control: for synthetic data, rows the synthesizer was never given. Every figure was computed on "
+        "the file as written and read back."))
     report.add(detail)
     spread = [float(np.ptp(vals)) for r in rows for f in result.figures
               if len(vals := [v for v in r[f.name]["draws"] if v is not None]) > 1]

@@ -46,6 +46,7 @@ from sdckit.compare._figures import (
     Figure,
     Regression,
     ReleaseContext,
+    measure_intervals,
     measure_written,
 )
 from sdckit.errors import ConfigError
@@ -55,6 +56,7 @@ from sdckit.pipeline._resolve import resolve_roles
 from sdckit.pipeline._run import run_pipeline
 from sdckit.pipeline._steps import Step
 from sdckit.report import Report
+from sdckit.risk._measures._attacks import AttackSettings
 from sdckit.synth import DPMarginalSynthesizer, DPTreeSynthesizer
 
 __all__ = [
@@ -123,6 +125,12 @@ class Draw:
     known: pl.DataFrame | None = None
     """What the attacker knows of each person (the consistent count's users; in memory only)."""
     seconds: float = 0.0
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Each figure's own interval on this release (the attacks' confidence intervals)."""
+    attacks: dict[str, Any] | None = None
+    """The three attacks' counts and figures on this release (:func:`sdckit.risk.release_attacks`)."""
+    held_out: NDArray[np.int64] | None = None
+    """Synthetic data: the input rows held out of the synthesizer's input (the attacks' control)."""
 
 
 @dataclass
@@ -139,6 +147,20 @@ class CandidateResult:
         if not got:
             return None, None, None
         return float(np.mean(got)), float(np.min(got)), float(np.max(got))
+
+    def band(self, name: str) -> tuple[float | None, float | None]:
+        """The extent a map point's bar shows: the range over the draws, widened by each draw's own
+        interval where the figure has one (an attack's confidence interval)."""
+        lows: list[float] = []
+        highs: list[float] = []
+        for d in self.draws:
+            v = d.values.get(name)
+            if v is None:
+                continue
+            lo, hi = d.intervals.get(name, (float(v), float(v)))
+            lows.append(min(lo, float(v)))
+            highs.append(max(hi, float(v)))
+        return (min(lows), max(highs)) if lows else (None, None)
 
     @property
     def within_budget(self) -> bool:
@@ -333,10 +355,18 @@ def run_compare(
     frame, _name, _dropped = load_input(config)
     config, roles = resolve_roles(config, frame, survey_labels(config))
     released = roles.released(frame.columns)
+    household = roles.household
+    if household is not None and household not in released:  # household_id: drop: kept for the household risk
+        released = (*released, household)
     input_released = frame.select(released)
     categorical = tuple(c for c in released if c in set(roles.categorical) or not frame.schema[c].is_numeric())
     numeric = tuple(c for c in released if c not in set(categorical))
     qis = tuple(config.quasi_identifiers or ())
+    attack_settings = (
+        AttackSettings(n_attacks=config.attacks.n_attacks, n_control=config.attacks.n_control,
+                       budget=config.attacks.budgets())
+        if config.attacks.run else None
+    )
     figures = (*risk, *utility)
     results: list[CandidateResult] = []
     file_iter = iter(files)
@@ -350,12 +380,24 @@ def run_compare(
             row_order: NDArray[np.int64] | None
             known = None
             epsilon = None
+            training = control = None
+            held_rows: NDArray[np.int64] | None = None
             if cand.synthesize is not None:
                 syn = dict(cand.synthesize)
+                fit_on = input_released.select([c for c in input_released.columns if c != household])
+                if attack_settings is not None and fit_on.height >= 20:
+                    # the control is held out of the synthesizer's input: records the release cannot stem from
+                    split = np.random.default_rng(None if draw_seed is None else [draw_seed, 1])
+                    n_held = max(1, min(attack_settings.n_control, fit_on.height // 5))
+                    held = np.zeros(fit_on.height, dtype=bool)
+                    held[split.choice(fit_on.height, size=n_held, replace=False)] = True
+                    training, control = fit_on.filter(pl.Series(~held)), fit_on.filter(pl.Series(held))
+                    held_rows = np.flatnonzero(held)
+                    fit_on = training
                 model = SYNTHESIZERS[syn["method"]](
                     epsilon=float(syn.get("epsilon", 1.0)), bins=int(syn.get("bins", 20)),
-                    categorical=categorical, random_state=draw_seed,
-                ).fit(input_released)
+                    categorical=[c for c in categorical if c != household], random_state=draw_seed,
+                ).fit(fit_on)
                 release = model.sample()
                 epsilon = float(model.epsilon_)
                 row_order = None
@@ -363,6 +405,7 @@ def run_compare(
                 cfg = config.replace(
                     steps=cand.steps, output_data=None, output_report=None, allow_over_budget=True,
                     seed=draw_seed, reproducible=draw_seed is not None,
+                    attacks=config.attacks.model_copy(update={"run": False}),  # measured below, on the written file
                 )
                 result = run_pipeline(cfg)
                 release = result.protected
@@ -373,10 +416,16 @@ def run_compare(
             ctx = ReleaseContext(
                 input=input_released, release=written, quasi_identifiers=qis, numeric=numeric,
                 categorical=categorical, k=config.k, budget=config.budget, row_order=row_order,
-                known=known, regression=spec.regression,
+                known=known, regression=spec.regression, control=control, training=training,
+                household=household, sensitive=tuple(config.sensitive or ()),
+                attacks=None if attack_settings is None else AttackSettings(
+                    n_attacks=attack_settings.n_attacks, n_control=attack_settings.n_control,
+                    budget=attack_settings.budget, seed=None if draw_seed is None else draw_seed + 7),
             )
             values, within = measure_written(ctx, risk=risk, utility=utility)
-            cres.draws.append(Draw(path, values, within, epsilon, row_order, known, time.perf_counter() - t0))
+            intervals = measure_intervals(ctx, figures)
+            cres.draws.append(Draw(path, values, within, epsilon, row_order, known, time.perf_counter() - t0,
+                                   intervals, ctx._attacks, held_rows))
         results.append(cres)
     rx = next(f for f in figures if f.name == spec.risk_axis)
     uy = next(f for f in figures if f.name == spec.utility_axis)

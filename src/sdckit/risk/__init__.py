@@ -24,7 +24,7 @@ from sdckit.risk._counts._blocks import REDACTED, BlockCounts
 from sdckit.risk._counts._lazy_keys import with_group_sizes, with_wildcard_sizes
 from sdckit.risk._counts._marginals import Marginals
 from sdckit.risk._counts._wildcard import wildcard_group_sizes
-from sdckit.risk._measures._attacks import AttackResult, AttackSettings, release_attacks
+from sdckit.risk._measures._attacks import AttackResult, AttackSettings, held_out_attacks, release_attacks
 from sdckit.risk._measures._exposure import ExposureCurve, entropy, exposure, exposure_curve, record_risk
 from sdckit.risk._measures._household import HouseholdRisk, entity_group_sizes, household_risk
 from sdckit.risk._measures._individual import (
@@ -113,6 +113,7 @@ __all__ = [
     "estimate_statistical_exposure",
     "exposure",
     "exposure_curve",
+    "held_out_attacks",
     "household_risk",
     "individual_risk",
     "joint_exposure_bound",

@@ -57,6 +57,7 @@ __all__ = [
     "AttackResult",
     "AttackSettings",
     "attack_risk",
+    "held_out_attacks",
     "inference_attack",
     "judge_attacks",
     "linkability_attack",
@@ -506,12 +507,40 @@ def release_attacks(
     held = np.zeros(n, dtype=bool)
     held[rng.choice(n, size=size, replace=False)] = True
     keep = np.flatnonzero(~held)
-    targets = original.select(cols)[keep]
-    attacked = release.select(cols)[keep]
-    control = original.select(cols)[np.flatnonzero(held)]
+    out = held_out_attacks(
+        original.select(cols)[keep], release.select(cols)[keep], original.select(cols)[np.flatnonzero(held)],
+        quasi_identifiers=quasi_identifiers, secrets=secrets, n_attacks=n_attacks, confidence=confidence, rng=rng,
+    )
+    return {"n_records": n, **out, "seeded": seed is not None}
+
+
+def held_out_attacks(
+    targets: pl.DataFrame,
+    release: pl.DataFrame,
+    control: pl.DataFrame,
+    *,
+    quasi_identifiers: Sequence[str] = (),
+    secrets: Sequence[str] | None = None,
+    n_attacks: int = 300,
+    confidence: float = 0.95,
+    rng: np.random.Generator | None = None,
+) -> dict[str, Any]:
+    """Singling out, linkability and inference on ``release`` with ``targets`` (records the release
+    stems from) and ``control`` (records of the same population the release does *not* stem from:
+    held out of the masked table, or of a synthesizer's training input). The release need not be
+    row for row the targets (synthetic data). Same figures and dict as :func:`release_attacks`,
+    which splits a masked release and calls this."""
+    rng = rng if rng is not None else np.random.default_rng()
+    cols = [c for c in release.columns if c in targets.columns and c in control.columns]
+    if not cols or targets.height < 1 or control.height < 1 or release.height < 1:
+        raise InputError(
+            f"held_out_attacks: needs a shared column and rows on every side; got {len(cols)} columns, "
+            f"{targets.height} targets, {release.height} released rows, {control.height} control records."
+        )
+    targets, attacked, control = targets.select(cols), release.select(cols), control.select(cols)
     out: dict[str, Any] = {
-        "n_records": n, "n_control": size, "n_targets": int(keep.size), "columns": cols,
-        "confidence": confidence, "n_attacks": n_attacks, "seeded": seed is not None,
+        "n_control": control.height, "n_targets": targets.height, "n_released": attacked.height, "columns": cols,
+        "confidence": confidence, "n_attacks": n_attacks,
     }
     out["singling_out"] = singling_out_attack(
         targets, attacked, control, columns=cols, n_attacks=n_attacks, rng=rng, confidence=confidence
