@@ -23,7 +23,6 @@ import pytest
 
 from sdckit.protocol import (
     CollectionSpec,
-    PairQueries,
     PlanRefusedError,
     choose_pairs,
     decide_plan,
@@ -65,7 +64,9 @@ def _stats(dep: LocalDeployment, cid: str, round_: int) -> dict[str, int]:
     return dict(r.json())
 
 
-def _round1(dep: LocalDeployment, cid: str, rows: list[dict[str, Any]]) -> tuple[CollectionSpec, list[Client]]:
+def _round1(
+    dep: LocalDeployment, cid: str, rows: list[dict[str, Any]]
+) -> tuple[CollectionSpec, list[Client]]:
     spec = CollectionSpec(id=cid, features=FEATURES, min_k=5, max_budget=0.1, count_check=True)
     dep.create(spec, enrolment="tokens")
     clients = [dep.client(cid, invite=i) for i in dep.invites(cid, len(rows))]
@@ -99,7 +100,9 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, Counter[str]]:
     return {f: Counter(encode_value(r[f]) for r in rows) for f in FEATURES}
 
 
-def test_a_lying_plan_is_refused_and_no_row_is_sent(dep: LocalDeployment, adult_rows: list[dict[str, Any]]) -> None:
+def test_a_lying_plan_is_refused_and_no_row_is_sent(
+    dep: LocalDeployment, adult_rows: list[dict[str, Any]]
+) -> None:
     cid = "lying-plan"
     rows = adult_rows[:N_USERS]
     spec, clients = _round1(dep, cid, rows)
@@ -115,7 +118,8 @@ def test_a_lying_plan_is_refused_and_no_row_is_sent(dep: LocalDeployment, adult_
 
     r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60)
     assert r.status_code == 409, r.text
-    assert "recount" in r.text and "'age'" in r.text, r.text
+    assert "recount" in r.text, r.text
+    assert "'age'" in r.text, r.text
     with pytest.raises(PlanRefusedError, match="recount"):
         clients[0].plan()
     # a device that seals a row for the lying plan anyway: refused before its credential is spent
@@ -136,7 +140,8 @@ def test_a_lying_plan_is_refused_and_no_row_is_sent(dep: LocalDeployment, adult_
     assert signed.status_code == 200, signed.text
     assert signed.json()["check"]["signer"] == "analyst"
     plan = clients[2].plan()
-    assert plan is not None and plan.columns
+    assert plan is not None
+    assert plan.columns
     for c, row in zip(clients[2:7], rows[2:7], strict=True):
         assert c.send_round2(row, plan=plan)["accepted"] == 1
     for c in clients:
@@ -164,7 +169,8 @@ def test_lying_pair_queries_are_refused_and_no_pair_row_is_sent(
     )
     r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/pairs", timeout=60)
     assert r.status_code == 409, r.text
-    assert "recount" in r.text and "'age'" in r.text, r.text
+    assert "recount" in r.text, r.text
+    assert "'age'" in r.text, r.text
     with pytest.raises(PlanRefusedError, match="recount"):
         clients[0].pairs()
     holder = next(i for i, row in enumerate(rows) if encode_value(row["age"]) == rare)
@@ -193,7 +199,8 @@ def test_the_co_signature_binds_one_document() -> None:
     assert recount_problems("pairs", doc, own) == []
     lie = {"collection": "c", "evidence": {"age": {"30": 9, "79": 5}}}
     problems = recount_problems("pairs", lie, own)
-    assert any("'79'" in p for p in problems) and any("'30'" in p for p in problems)
+    assert any("'79'" in p for p in problems)
+    assert any("'30'" in p for p in problems)
     check = countersign(analyst, "pairs", "c", doc)
     verify_countersigned(check, analyst.public_key(), "pairs", "c", doc)
     for key, kind, target in (
@@ -209,4 +216,3 @@ def test_the_co_signature_binds_one_document() -> None:
     forged = sign_document(other, "check", "analyst", {"of": "pairs", "collection": "c", "sha256": "0" * 64})
     with pytest.raises(PlanRefusedError):
         verify_countersigned(forged, analyst.public_key(), "pairs", "c", doc)
-

@@ -71,7 +71,9 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         co-sign them (:func:`sdckit.protocol._recount.countersign`); 409 naming the disagreement."""
         witness(collection)
         kind, signed = payload.get("kind"), payload.get("signed")
-        document = signed.get("document") if isinstance(signed, dict) else None
+        if not isinstance(signed, dict):
+            raise HTTPException(422, 'give {"kind": "plan" | "pairs", "signed": {...}}')
+        document = signed.get("document")
         if kind not in CHECKED or not isinstance(document, dict) or signed.get("kind") != kind:
             raise HTTPException(422, 'give {"kind": "plan" | "pairs", "signed": {...}}')
         if document.get("collection") != collection:
