@@ -37,7 +37,9 @@ def document_sha256(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(dict(document))).hexdigest()
 
 
-def evidence_counts(kind: str, document: Mapping[str, Any]) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
+def evidence_counts(
+    kind: str, document: Mapping[str, Any]
+) -> tuple[dict[str, dict[str, int]], dict[str, Any]]:
     """The published counts of a plan (``evidence.counts``) or pair queries (``evidence``), and the
     plan's recodings (``{}`` for pair queries)."""
     ev = document.get("evidence") or {}
@@ -143,7 +145,9 @@ def verify_countersigned(
     try:
         body = verify_document(check, analyst_key, kind=CHECK_KIND, signer="analyst")
     except MalformedMessageError as err:
-        raise PlanRefusedError(f"the {what} of {collection!r} is refused: {err}; nothing is sent for it") from None
+        raise PlanRefusedError(
+            f"the {what} of {collection!r} is refused: {err}; nothing is sent for it"
+        ) from None
     want = {"of": kind, "collection": collection, "sha256": document_sha256(document)}
     if body != want:
         raise PlanRefusedError(
