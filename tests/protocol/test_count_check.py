@@ -16,6 +16,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -216,3 +217,52 @@ def test_the_co_signature_binds_one_document() -> None:
     forged = sign_document(other, "check", "analyst", {"of": "pairs", "collection": "c", "sha256": "0" * 64})
     with pytest.raises(PlanRefusedError):
         verify_countersigned(forged, analyst.public_key(), "pairs", "c", doc)
+
+
+VECTORS = json.loads((Path(__file__).parent / "vectors" / "count-check-v1.json").read_text())
+PROTOCOL = json.loads((Path(__file__).parent / "vectors" / "protocol-v1.json").read_text())
+
+
+def _vector_client(case: dict[str, Any]) -> Client:
+    """A device whose shuffler relays the case's spec and its plan or pair queries (with the
+    case's co-signature, if any); the same cases run in the TypeScript SDK (countcheck.test.mjs)."""
+    enrolment = next(d["signed"] for d in PROTOCOL["documents"] if d["signed"]["kind"] == "enrolment")
+    relayed = {**case["signed"], **({"check": case["check"]} if case["check"] is not None else {})}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/collections/vectors":
+            return httpx.Response(200, json={"spec": case["spec"], "enrolment": enrolment})
+        if request.url.path == f"/v1/collections/vectors/{case['kind']}":
+            return httpx.Response(200, json=relayed)
+        return httpx.Response(404, json={"detail": "not found"})
+
+    client = Client(
+        shuffler_url="http://shuffler.test",
+        collection="vectors",
+        curator_verify_key=PROTOCOL["keys"]["curator"]["verify_key"],
+        analyst_verify_key=PROTOCOL["keys"]["analyst"]["verify_key"],
+        retry_window=0.0,
+    )
+    client._http = httpx.Client(transport=httpx.MockTransport(handler))
+    return client
+
+
+@pytest.mark.parametrize("case", VECTORS["cases"], ids=[c["name"] for c in VECTORS["cases"]])
+def test_count_check_vectors(case: dict[str, Any]) -> None:
+    client = _vector_client(case)
+    fetch = client.plan if case["kind"] == "plan" else client.pairs
+    if case.get("accept"):
+        assert fetch() is not None
+    else:
+        with pytest.raises(PlanRefusedError, match=case["refusal"]):
+            fetch()
+    client.close()
+
+
+def test_a_device_can_require_the_count_check() -> None:
+    plain = next(c for c in VECTORS["cases"] if c.get("accept") and "count_check" in c["name"])
+    client = _vector_client(plain)
+    client.require_count_check = True
+    with pytest.raises(PlanRefusedError, match="count_check"):
+        client.plan() if plain["kind"] == "plan" else client.pairs()
+    client.close()
