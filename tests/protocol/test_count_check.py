@@ -202,6 +202,15 @@ def test_the_co_signature_binds_one_document() -> None:
     problems = recount_problems("pairs", lie, own)
     assert any("'79'" in p for p in problems)
     assert any("'30'" in p for p in problems)
+    blocks = {
+        "collection": "c",
+        "evidence": {
+            "n": 14,
+            "counts": doc["evidence"],
+            "blocks": [{"columns": ["age", "sex"], "cells": []}],
+        },
+    }
+    assert any("pair tables" in p for p in recount_problems("plan", blocks, own))
     check = countersign(analyst, "pairs", "c", doc)
     verify_countersigned(check, analyst.public_key(), "pairs", "c", doc)
     for key, kind, target in (

@@ -68,7 +68,9 @@ def recount_problems(
     total must be the analyst's total up to the plan's declared ``moved`` messages (misnamed or
     missing round-1 messages, already charged in its bound, :func:`~sdckit.protocol.robust_counts`).
     A plan or queries that publish counts of no column are not checked here (they release nothing,
-    or :func:`~sdckit.protocol.verify_plan` refuses them).
+    or :func:`~sdckit.protocol.verify_plan` refuses them). A plan whose evidence holds pair tables
+    (``blocks``) is refused: the pair round is sealed to the curator only, so nobody else can
+    recount them.
 
     Examples
     --------
@@ -83,6 +85,13 @@ def recount_problems(
     moved = ev.get("moved", 0) if kind == "plan" and isinstance(ev, Mapping) else 0
     moved = moved if isinstance(moved, int) and moved >= 0 else 0
     problems: list[str] = []
+    if kind == "plan" and isinstance(ev, Mapping) and ev.get("blocks"):
+        # the pair round's messages are sealed to the curator only: the analyst cannot recount a
+        # pair table, so a plan resting on one is not co-signed (refused, never trusted unchecked)
+        problems.append(
+            "the plan rests on pair tables (evidence.blocks), which the analyst does not receive and "
+            "cannot recount; decide the plan without the pair round's tables in a count_check collection"
+        )
     for column, published in sorted(counts.items()):
         mine = own.get(column)
         if mine is None:
