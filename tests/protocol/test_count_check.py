@@ -137,6 +137,10 @@ def test_a_lying_plan_is_refused_and_no_row_is_sent(
     _curator_db(dep, "UPDATE collections SET plan = NULL WHERE id = ?", (cid,))
     honest = _admin(dep, "POST", "curator", f"/admin/v1/collections/{cid}/plan", json={"k": 5, "budget": 0.1})
     assert honest.status_code == 200, honest.text
+    # the shuffler caches the curator's answer for 1 s: the lying plan, refused and never pinned
+    _wait(
+        lambda: httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60).status_code == 200
+    )
     signed = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60)
     assert signed.status_code == 200, signed.text
     assert signed.json()["check"]["signer"] == "analyst"
