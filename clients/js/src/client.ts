@@ -30,6 +30,8 @@ export interface CollectionSpec {
   max_budget: number;
   bound_method: string;
   keys: Record<string, string>;
+  /** Counts a second party checks (issue 37): round 1 is sealed to the analyst as well, and a plan or pair queries need the analyst's co-signature. */
+  count_check?: boolean;
 }
 
 export interface Redaction {
@@ -85,6 +87,8 @@ export interface ClientOptions {
   retryWindowMs?: number;
   /** false: this device opts out of the pair round (``sendPairs`` sends and fetches nothing). */
   joinPairs?: boolean;
+  /** True: refuse a collection whose signed spec does not set ``count_check`` (the Python ``require_count_check``). */
+  requireCountCheck?: boolean;
   /** The ``fetch`` to use (default the platform's). */
   fetch?: typeof fetch;
 }
@@ -122,7 +126,8 @@ function parseSpec(doc: JsonObject): CollectionSpec {
     isInt(d.min_k) &&
     d.min_k >= 2 &&
     isShare(d.max_budget) &&
-    isObject(d.keys ?? {});
+    isObject(d.keys ?? {}) &&
+    (d.count_check === undefined || typeof d.count_check === "boolean");
   if (!ok) throw new MalformedMessageError("the relayed spec is not a collection spec");
   return { ...d, suite: d.suite ?? "x25519", setting: d.setting ?? "fixed", bound_method: d.bound_method ?? "best", keys: { ...(d.keys ?? {}) } };
 }
@@ -191,6 +196,30 @@ export function checkPairs(doc: JsonObject, spec: CollectionSpec): PairQueries {
   if (!ok) throw new MalformedMessageError("not published pair queries");
   verifyPairsBound(q as unknown as Record<string, unknown>, spec);
   return q;
+}
+
+/**
+ * Refuse a plan or pair queries without the analyst's valid co-signature of exactly this document
+ * (the Python ``verify_countersigned``, issue 37): a ``check`` document signed by the analyst,
+ * ``{"of": kind, "collection", "sha256": SHA-256 hex of the document's RFC 8785 bytes}``.
+ */
+export async function verifyCountersigned(check: unknown, analystKey: Uint8Array, kind: string, collection: string, document: JsonObject): Promise<void> {
+  const what = kind === "plan" ? "plan" : "pair queries";
+  if (check === undefined || check === null) {
+    refuse(what, collection, "the analyst has not checked its counts against the round-1 messages it received (no co-signature)");
+  }
+  let body: JsonObject;
+  try {
+    body = verifyDocument(check, analystKey, "check", "analyst");
+  } catch (err) {
+    refuse(what, collection, String((err as Error).message));
+  }
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", canonicalJson(document) as BufferSource);
+  const want = { of: kind, collection, sha256: toHex(new Uint8Array(digest)) };
+  const keys = Object.keys(body);
+  if (keys.length !== 3 || body["of"] !== want.of || body["collection"] !== want.collection || body["sha256"] !== want.sha256) {
+    refuse(what, collection, "the analyst's co-signature is for another document");
+  }
 }
 
 /**
@@ -323,7 +352,15 @@ export class Client {
     if (!r.ok) await Client.fail(r, what);
     const key = this.owners[role];
     if (key === undefined) throw new ParameterError(`give ${role}VerifyKey to check the ${role}'s ${kind}`);
-    return verifyDocument(await r.json(), key, kind, role);
+    const signed = (await r.json()) as Json;
+    const doc = verifyDocument(signed, key, kind, role);
+    if ((kind === "plan" || kind === "pairs") && (await this.spec()).count_check === true) {
+      // counts a second party checks (issue 37): the analyst's co-signature of exactly this document
+      const analyst = this.owners["analyst"];
+      if (analyst === undefined) throw new ParameterError(`give analystVerifyKey to check the analyst's co-signature of the ${kind}`);
+      await verifyCountersigned(isObject(signed) ? signed["check"] : undefined, analyst, kind, this.collection, doc);
+    }
+    return doc;
   }
 
   private loadCollection(): Promise<{ spec: CollectionSpec; terms: JsonObject }> {
@@ -333,6 +370,11 @@ export class Client {
       const spec = parseSpec(verifyDocument(body["spec"], this.owners["curator"]!, "spec", "curator"));
       if (spec.id !== this.collection) throw new MalformedMessageError(`the relayed spec is for ${JSON.stringify(spec.id)}`);
       requirePinned(spec); // nothing is sealed to a key the spec leaves open
+      if (this.opts.requireCountCheck && spec.count_check !== true) {
+        throw new PlanRefusedError(
+          `collection ${JSON.stringify(this.collection)} is refused: its spec does not have the analyst check the curator's counts (count_check), and this device requires it; nothing is sent`,
+        );
+      }
       if (spec.suite !== "x25519") PublicKey.fromText(`${spec.suite}:`); // refuses the hybrid suite, saying why
       const enrolment = body["enrolment"];
       const terms = isObject(enrolment) && isObject(enrolment["document"]) ? enrolment["document"] : {};
@@ -439,10 +481,14 @@ export class Client {
   async round1(row: Row): Promise<Uint8Array[]> {
     const spec = await this.spec();
     const out: Uint8Array[] = [];
-    for (const feature of spec.features) {
-      if (!(feature in row)) throw new ParameterError(`the user's row has no value for feature ${JSON.stringify(feature)}`);
-      const plain = packFeature(feature, row[feature]!, randomBytes(SALT_LENGTH), spec.round1_pad);
-      out.push(await this.doubleSeal(1, "curator", plain));
+    // with count_check, each feature again sealed to the analyst (its own salt), which recounts
+    const recipients: Recipient[] = spec.count_check === true ? ["curator", "analyst"] : ["curator"];
+    for (const inner of recipients) {
+      for (const feature of spec.features) {
+        if (!(feature in row)) throw new ParameterError(`the user's row has no value for feature ${JSON.stringify(feature)}`);
+        const plain = packFeature(feature, row[feature]!, randomBytes(SALT_LENGTH), spec.round1_pad);
+        out.push(await this.doubleSeal(1, inner, plain));
+      }
     }
     return out;
   }

@@ -18,6 +18,7 @@ from sdckit.errors import AuthError, MalformedMessageError, ParameterError, Prot
 from sdckit.protocol._crypto import PublicKey
 from sdckit.protocol._enrol import ENROL_ROUNDS, Credential, Enrolment
 from sdckit.protocol._planning import check_own_values, verify_pairs, verify_plan
+from sdckit.protocol._recount import verify_countersigned
 from sdckit.protocol._signing import verify_document, verify_key_from_text
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PlanRefusedError, PublishedPlan
 from sdckit.protocol._wire import encode_value, pack_batch
@@ -78,6 +79,9 @@ class Client:
     join_pairs : False: this device opts out of the pair round (:meth:`send_pairs` sends nothing
         and fetches nothing); the curator's pair table then counts fewer users and is left out of
         the plan, which rests on the single columns (issue 37).
+    require_count_check : True: refuse a collection whose signed spec does not set ``count_check``
+        (the analyst recounts and co-signs every plan and pair query's counts, issue 37). In a
+        collection that sets it, the co-signature is always required.
     retry_window : Seconds during which a connection error or a 429/500/502/503/504 answer is
         retried with full-jitter exponential back-off (0.1 s doubling, at most 4 s). Safe: a
         retried submission is recognised (same body, same credential) and counted once.
@@ -106,6 +110,7 @@ class Client:
         timeout: float = 30.0,
         retry_window: float = 30.0,
         join_pairs: bool = True,
+        require_count_check: bool = False,
     ) -> None:
         self.shuffler_url = shuffler_url.rstrip("/")
         self.collection = collection
@@ -116,6 +121,7 @@ class Client:
         self.timeout = timeout
         self.retry_window = retry_window
         self.join_pairs = join_pairs
+        self.require_count_check = require_count_check
         self._http = httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(socket_options=NODELAY))
         self._user: User | None = None
         self._terms: dict[str, Any] | None = None
@@ -161,7 +167,15 @@ class Client:
         _raise_for(r, f"{kind} of {self.collection!r}")
         if role not in self._owners:
             raise ParameterError(f"give {role}_verify_key= to check the {role}'s {kind}")
-        return verify_document(r.json(), self._owners[role], kind=kind, signer=role)
+        signed = r.json()
+        doc = verify_document(signed, self._owners[role], kind=kind, signer=role)
+        if kind in ("plan", "pairs") and self.spec().count_check:
+            # counts a second party checks (issue 37): the analyst recounted them from the round-1
+            # copies sealed to it and co-signed exactly this document, or nothing is sent for it
+            if "analyst" not in self._owners:
+                raise ParameterError(f"give analyst_verify_key= to check the analyst's co-signature of the {kind}")
+            verify_countersigned(signed.get("check"), self._owners["analyst"], kind, self.collection, doc)
+        return doc
 
     def public_key(self, role: str) -> PublicKey:
         """The HPKE public key of ``role`` for this collection: the key the curator's signed spec
@@ -198,6 +212,11 @@ class Client:
             if spec.id != self.collection:
                 raise MalformedMessageError(f"the relayed spec is for {spec.id!r}")
             spec.require_pinned("this device")  # nothing is sealed to a key the spec leaves open
+            if self.require_count_check and not spec.count_check:
+                raise PlanRefusedError(
+                    f"collection {self.collection!r} is refused: its spec does not have the analyst check "
+                    "the curator's counts (count_check), and this device requires it; nothing is sent"
+                )
             terms = body.get("enrolment", {}).get("document", {})
             self._spec, self._terms = spec, dict(terms)
         return self._spec, self._terms

@@ -72,6 +72,10 @@ class CollectionSpec:
     """HPKE public keys fixed for the collection, by role (``curator``, ``analyst``,
     ``shuffler``): devices and the shuffler refuse any other key for this collection. Rotating a
     key means a new collection (a new signed spec), never a silent change."""
+    count_check: bool = False
+    """Counts a second party checks (issue 37): devices seal each round-1 message to the analyst
+    as well, and a plan or pair queries reach a device only with the analyst's co-signature of
+    their counts (:mod:`sdckit.protocol._recount`). Left out of the signed text when False."""
 
     def __post_init__(self) -> None:
         check_collection_id(self.id)
@@ -91,6 +95,8 @@ class CollectionSpec:
             r in ("curator", "analyst", "shuffler") and isinstance(v, str) for r, v in self.keys.items()
         ):
             raise ParameterError("keys: give {role: public key text} for roles curator, analyst, shuffler")
+        if not isinstance(self.count_check, bool):
+            raise ParameterError(f"count_check={self.count_check!r}: give true or false")
         check_suite(self.suite)
         if not all(isinstance(f, str) and f for f in self.features):
             raise ParameterError("features must be non-empty strings (the names users send in round 1)")
@@ -106,6 +112,8 @@ class CollectionSpec:
         d = asdict(self)
         d["features"] = list(self.features)
         d["keys"] = dict(sorted(self.keys.items()))
+        if not self.count_check:  # a spec without the check keeps the text it had before it existed
+            d.pop("count_check")
         return d
 
     def with_key(self, role: str, public_key: str) -> CollectionSpec:

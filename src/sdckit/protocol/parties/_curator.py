@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sdckit.errors import MalformedMessageError
-from sdckit.protocol._crypto import PrivateKey, info_label, open_sealed
+from sdckit.protocol._crypto import PrivateKey, Recipient, info_label, open_sealed
 from sdckit.protocol._planning import PlanMethod, decide_plan
 from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
 from sdckit.protocol._wire import (
@@ -42,12 +42,13 @@ class Curator(Receiver[FeatureMessage]):
     tally : Messages accepted, duplicated and rejected so far.
     """
 
-    def __init__(self, private_key: PrivateKey, spec: CollectionSpec) -> None:
+    def __init__(self, private_key: PrivateKey, spec: CollectionSpec, *, role: Recipient = "curator") -> None:
         super().__init__()
         self.private_key = private_key
         self.spec = spec
         self.counts: dict[str, Counter[str]] = {f: Counter() for f in spec.features}
-        self._info = info_label(spec.id, 1, "curator")
+        # role="analyst": the analyst's own count of the round-1 copies sealed to it (issue 37)
+        self._info = info_label(spec.id, 1, role)
 
     def open(self, inner: bytes) -> FeatureMessage:
         """Decrypt and parse one round-1 message; :class:`MalformedMessageError` if it does not

@@ -59,22 +59,33 @@ class User:
         self._info = {
             (1, "shuffler"): info_label(spec.id, 1, "shuffler"),
             (1, "curator"): info_label(spec.id, 1, "curator"),
+            (1, "analyst"): info_label(spec.id, 1, "analyst"),
             (2, "analyst"): info_label(spec.id, 2, "analyst"),
             (PAIR_ROUND, "shuffler"): info_label(spec.id, PAIR_ROUND, "shuffler"),
             (PAIR_ROUND, "curator"): info_label(spec.id, PAIR_ROUND, "curator"),
         }
 
     def round1(self, row: Mapping[str, Any]) -> list[bytes]:
-        """One doubly sealed message per feature of the collection, in feature order."""
+        """One doubly sealed message per feature of the collection, in feature order; in a
+        collection with ``count_check``, followed by one more per feature sealed to the analyst
+        inside (its own salt), from which the analyst recounts the curator's evidence."""
+        recipients: list[tuple[PublicKey, bytes]] = [(self.curator_key, self._info[(1, "curator")])]
+        if self.spec.count_check:
+            if self.analyst_key is None:
+                raise ParameterError(
+                    "this collection's round 1 is counted by the analyst too: User(..., analyst_key=...)"
+                )
+            recipients.append((self.analyst_key, self._info[(1, "analyst")]))
         out = []
-        for feature in self.spec.features:
-            if feature not in row:
-                raise ParameterError(f"the user's row has no value for feature {feature!r}")
-            plain = pack_feature(
-                feature, row[feature], secrets.token_bytes(SALT_LENGTH), self.spec.round1_pad
-            )
-            inner = seal(self.curator_key, plain, self._info[(1, "curator")])
-            out.append(seal(self.shuffler_key, inner, self._info[(1, "shuffler")]))
+        for key, info in recipients:
+            for feature in self.spec.features:
+                if feature not in row:
+                    raise ParameterError(f"the user's row has no value for feature {feature!r}")
+                plain = pack_feature(
+                    feature, row[feature], secrets.token_bytes(SALT_LENGTH), self.spec.round1_pad
+                )
+                inner = seal(key, plain, info)
+                out.append(seal(self.shuffler_key, inner, self._info[(1, "shuffler")]))
         return out
 
     def pairs(self, row: Mapping[str, Any], queries: PairQueries) -> list[bytes]:

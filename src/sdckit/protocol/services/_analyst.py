@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException
 
+from sdckit.protocol._recount import CHECKED, countersign, recount_problems
 from sdckit.protocol._spec import CollectionSpec, PublishedPlan
-from sdckit.protocol.parties import Analyst
+from sdckit.protocol.parties import Analyst, Curator
 from sdckit.protocol.services._common import (
     bearer,
     check_id,
@@ -20,7 +22,7 @@ from sdckit.protocol.services._common import (
     role_parts,
 )
 from sdckit.protocol.services._config import ServiceConfig
-from sdckit.protocol.services._store import AnalystStore
+from sdckit.protocol.services._store import AnalystStore, CuratorStore
 
 
 def analyst_app(cfg: ServiceConfig) -> FastAPI:
@@ -36,6 +38,52 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
     creating = threading.Lock()
 
     party = party_lookup(parties, " with a plan")
+
+    # counts a second party checks (issue 37): the analyst's own count of the round-1 copies sealed
+    # to it, in a store of its own (the curator's schema: salts, counts), and its co-signature
+    witness_store = CuratorStore(Path(cfg.data_dir) / "analyst-witness.sqlite3", synchronous=cfg.sqlite_synchronous)
+    witnesses: dict[str, Curator] = {
+        cid: Curator(key, CollectionSpec.from_dict(spec), role="analyst")
+        for cid, (spec, _) in witness_store.collections().items()
+    }
+    witness = party_lookup(witnesses, " counted by the analyst (PUT /admin/v1/collections/{id}/witness)")
+    relay = Depends(bearer(cfg.relay_token, "relay"))
+
+    @app.put("/admin/v1/collections/{collection}/witness", dependencies=[admin], tags=["admin"])
+    def witness_create(collection: str, spec: dict[str, Any] = Body(...)) -> dict[str, Any]:
+        """Count a collection's round-1 copies sealed to the analyst (a spec with ``count_check``
+        that pins this analyst's key); idempotent for the same spec, 409 for another."""
+        s = CollectionSpec.from_dict({**spec, "id": check_id(collection)})
+        if not s.count_check or s.keys.get("analyst") != key.public_key().to_text():
+            raise HTTPException(422, "the spec must set count_check and pin this analyst's key")
+        with creating:
+            old = witnesses.get(collection)
+            if old is not None and old.spec != s:
+                raise HTTPException(409, f"collection {collection!r} is counted with another spec")
+            witness_store.put_collection(collection, s.to_dict(), None)
+            witnesses[collection] = Curator(key, s, role="analyst")
+        return s.to_dict()
+
+    @app.post("/internal/v1/collections/{collection}/check", dependencies=[relay], tags=["relay"])
+    def check(collection: str, payload: dict[str, Any] = Body(...)) -> dict[str, Any]:
+        """Recount the published counts of a plan or pair queries (``{"kind": "plan" | "pairs",
+        "signed": <the curator's signed document>}``) from the analyst's own round-1 counts and
+        co-sign them (:func:`sdckit.protocol._recount.countersign`); 409 naming the disagreement."""
+        witness(collection)
+        kind, signed = payload.get("kind"), payload.get("signed")
+        if not isinstance(signed, dict):
+            raise HTTPException(422, 'give {"kind": "plan" | "pairs", "signed": {...}}')
+        document = signed.get("document")
+        if kind not in CHECKED or not isinstance(document, dict) or signed.get("kind") != kind:
+            raise HTTPException(422, 'give {"kind": "plan" | "pairs", "signed": {...}}')
+        if document.get("collection") != collection:
+            raise HTTPException(409, f"the {kind} is for {document.get('collection')!r}")
+        problems = recount_problems(kind, document, witness_store.counts(collection))
+        if problems:
+            events.add(f"{kind} refused by the recount")
+            log.warning("%s of %r refused by the recount: %s", kind, collection, problems[0])
+            raise HTTPException(409, "; ".join(problems[:3]))
+        return countersign(signing, kind, collection, document)
 
     @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
     def create(collection: str, payload: dict[str, Any] = Body(...)) -> dict[str, Any]:
@@ -61,7 +109,17 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         log.info("collection %r registered with %d planned column(s)", collection, len(p.columns))
         return {"spec": s.to_dict(), "plan": p.to_dict()}
 
-    receive_route(app, store, cfg, party, expected_round=2, role="analyst", events=events)
+    receive_route(
+        app,
+        store,
+        cfg,
+        party,
+        expected_round=2,
+        role="analyst",
+        events=events,
+        extra_rounds={1: witness},
+        extra_stores={1: witness_store},
+    )
 
     @app.get("/admin/v1/collections/{collection}/release", dependencies=[admin], tags=["admin"])
     def release(collection: str) -> dict[str, Any]:

@@ -275,6 +275,7 @@ def receive_route(
     role: str,
     events: EventCounter,
     extra_rounds: Mapping[int, Callable[[str], Any]] | None = None,
+    extra_stores: Mapping[int, Any] | None = None,
 ) -> None:
     """The relay endpoint where the shuffler delivers the batches of ``expected_round`` to ``role``."""
     relay = Depends(bearer(cfg.relay_token, "relay"))
@@ -286,15 +287,17 @@ def receive_route(
         description=f"A shuffled batch of round-{expected_round} messages from the shuffler; idempotent (salts).",
     )
     async def receive(collection: str, round_: int, request: Request) -> dict[str, int]:
+        into = store
         if extra_rounds and round_ in extra_rounds:
             p = extra_rounds[round_](collection)
+            into = (extra_stores or {}).get(round_, store)
         else:
             p = party(collection)
             if round_ != expected_round:
                 raise HTTPException(404, f"the {role} receives round {expected_round} only")
         body = await read_body(request, cfg.max_body_bytes, events)
         batch = unpack_batch(body, max_messages=cfg.max_batch_messages)
-        return await run_in_threadpool(_open_and_record, p, store, collection, batch)
+        return await run_in_threadpool(_open_and_record, p, into, collection, batch)
 
 
 def _open_and_record(p: Any, store: Any, collection: str, batch: list[bytes]) -> dict[str, int]:

@@ -150,6 +150,9 @@ class LocalDeployment:
         with self.admin() as admin:
             r = admin.put(f"{self.urls['curator']}/admin/v1/collections/{spec.id}", json=spec.to_dict())
             r.raise_for_status()
+            if spec.count_check:  # the analyst counts round 1 too (issue 37)
+                r = admin.put(f"{self.urls['analyst']}/admin/v1/collections/{spec.id}/witness", json=r.json())
+                r.raise_for_status()
             r = admin.put(
                 f"{self.urls['shuffler']}/admin/v1/collections/{spec.id}", json={"enrolment": enrolment}
             )

@@ -34,6 +34,7 @@ from sdckit.protocol._crypto import sealed_length
 from sdckit.protocol._enrol import MAX_ENROL_USERS, Credential, Issuer
 from sdckit.protocol._keyfile import write_new_file
 from sdckit.protocol._planning import verify_pairs, verify_plan
+from sdckit.protocol._recount import verify_countersigned
 from sdckit.protocol._signing import canonical_json, sign_document, verify_document, verify_key_from_text
 from sdckit.protocol._spec import (
     PAIR_ROUND,
@@ -96,7 +97,9 @@ class Registered:
         the pair round, one in round 2."""
         if round_ == PAIR_ROUND:
             return len(self.pairs.queries) if self.pairs is not None else 1
-        return len(self.spec.features) if round_ == 1 else 1
+        if round_ == 1:  # with count_check, each feature again sealed to the analyst (issue 37)
+            return len(self.spec.features) * (2 if self.spec.count_check else 1)
+        return 1
 
     def inner_pad(self, round_: int) -> int:
         """Length of the round's inner plaintexts."""
@@ -106,6 +109,11 @@ class Registered:
 
     def outer_length(self, round_: int) -> int:
         return sealed_length(self.spec.suite, sealed_length(self.spec.suite, self.inner_pad(round_)))
+
+
+WITNESS_TAG = b"sdckit-witness:"
+"""Prefix of a pooled round-1 message sealed to the analyst (count_check): a tag the forwarder
+strips, never sent; an inner ciphertext is a fixed-length HPKE output, never confused with it."""
 
 
 class _RefusedError(Exception):
@@ -269,16 +277,22 @@ class _Forwarder:
         pool = secure_permutation(self.store.take(collection, round_, n))
         hop = self.cfg.analyst_url if round_ == 2 else self.cfg.curator_url  # singles and pairs: curator
         url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
+        witness = f"{self.cfg.analyst_url.rstrip('/')}/internal/v1/collections/{collection}/rounds/1/batch"
         size = self._chunk_messages(reg, round_)
         moved = 0
         try:
             for start in range(0, len(pool), size):
                 chunk = pool[start : start + size]
-                r = http.post(
-                    url, content=pack_batch(m for _, m in chunk), headers={"content-type": BATCH_MEDIA}
-                )
-                if r.status_code // 100 != 2:
-                    raise _RefusedError(r.status_code)
+                # round 1 with count_check: the analyst's copies (tagged when pooled) go to the
+                # analyst, first, so it never holds fewer of a chunk's users than the curator
+                copies = [m[len(WITNESS_TAG) :] for _, m in chunk if m.startswith(WITNESS_TAG)]
+                own = [m for _, m in chunk if not m.startswith(WITNESS_TAG)]
+                for target, part in ((witness, copies), (url, own)):
+                    if not part:
+                        continue
+                    r = http.post(target, content=pack_batch(part), headers={"content-type": BATCH_MEDIA})
+                    if r.status_code // 100 != 2:
+                        raise _RefusedError(r.status_code)
                 self.store.delete(collection, round_, [i for i, _ in chunk])  # acknowledged: drop
                 moved += len(chunk)
         finally:
@@ -526,12 +540,52 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
     def admitted(collection: str) -> int | None:
         return store.users(collection, 1) or None  # replicas: all of them (shared store)
 
-    def check_plan(reg: Registered, collection: str, doc: dict[str, Any]) -> None:
+    def countersigned(reg: Registered, collection: str, kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+        """``doc`` with the analyst's check of its counts attached (collections with
+        ``count_check``, issue 37): the analyst recounts them from the round-1 copies it received
+        and co-signs, or the document is refused (409 with the analyst's reason)."""
+        if not reg.spec.count_check:
+            return doc
+        try:
+            r = relay_http.post(
+                f"{hops['analyst']}/internal/v1/collections/{collection}/check",
+                json={"kind": kind, "signed": {k: v for k, v in doc.items() if k != "check"}},
+            )
+        except httpx.HTTPError:
+            raise HTTPException(503, "the analyst is unreachable; retry later") from None
+        if r.status_code == 409:
+            events.add(f"{kind} refused by the analyst's recount")
+            try:
+                detail = r.json().get("detail", r.text)
+            except ValueError:
+                detail = r.text
+            raise HTTPException(409, f"the analyst's recount refuses the {kind} of {collection!r}: {detail}")
+        if r.status_code != 200:
+            raise HTTPException(502, f"the analyst answered {r.status_code} to the {kind}'s check")
+        check = r.json()
+        try:
+            verify_countersigned(check, owners["analyst"], kind, collection, doc["document"])
+        except PlanRefusedError as err:
+            raise HTTPException(502, str(err)) from None
+        return {**doc, "check": check}
+
+    def require_check(reg: Registered, collection: str, kind: str, doc: dict[str, Any]) -> None:
+        if reg.spec.count_check:
+            try:
+                verify_countersigned(doc.get("check"), owners["analyst"], kind, collection, doc["document"])
+            except PlanRefusedError as err:
+                events.add(f"{kind} refused (no valid analyst check)")
+                raise HTTPException(409, str(err)) from None
+
+    def check_plan(reg: Registered, collection: str, doc: dict[str, Any], *, checked: bool = True) -> None:
         """The curator's signature, the spec's floors and the bound recomputed from the plan's own
-        counts (409 naming the reason, 502 for a document that is not a plan)."""
+        counts (409 naming the reason, 502 for a document that is not a plan); with ``checked``
+        (count_check collections) the analyst's co-signature of exactly this plan."""
         try:
             plan = PublishedPlan.from_dict(verify_document(doc, owners["curator"], kind="plan", signer="curator"))
             verify_plan(plan, reg.spec, n_users=admitted(collection))
+            if checked:
+                require_check(reg, collection, "plan", doc)
         except PlanRefusedError as err:
             events.add("plan refused")
             raise HTTPException(409, str(err)) from None
@@ -559,7 +613,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
                     raise HTTPException(
                         409, f"the curator changed the published plan of {collection!r}; the pinned one stands"
                     )
-                check_plan(reg, collection, doc)
+                check_plan(reg, collection, doc, checked=False)
+                doc = countersigned(reg, collection, "plan", doc)
                 stored = store.pin(collection, "plan", doc)
                 if stored is None:  # one process after a restart: only the pinned plan's hash is kept
                     events.add("curator changed a pinned plan (refused)")
@@ -600,7 +655,7 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         assert reg.pairs_doc is not None
         return reg.pairs_doc
 
-    def check_pairs(reg: Registered, collection: str, doc: dict[str, Any]) -> PairQueries:
+    def check_pairs(reg: Registered, collection: str, doc: dict[str, Any], *, checked: bool = True) -> PairQueries:
         try:
             queries = PairQueries.from_dict(verify_document(doc, owners["curator"], kind="pairs", signer="curator"))
         except (MalformedMessageError, SdcError) as err:
@@ -612,6 +667,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         except PlanRefusedError as err:
             events.add("pair queries refused")
             raise HTTPException(409, str(err)) from None
+        if checked:
+            require_check(reg, collection, "pairs", doc)
         return queries
 
     def pair_queries(reg: Registered, collection: str) -> None:
@@ -625,7 +682,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
             stored = store.pinned(collection, "pairs")
             if stored is None:
                 doc = fetch("curator", f"/internal/v1/collections/{collection}/pairs", "pairs", 0.0)
-                check_pairs(reg, collection, doc)
+                check_pairs(reg, collection, doc, checked=False)
+                doc = countersigned(reg, collection, "pairs", doc)
                 stored = store.pin(collection, "pairs", doc)
                 if stored is None:
                     raise HTTPException(
@@ -796,6 +854,9 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         if error is not None:
             await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
+        if round_ == 1 and reg.spec.count_check:  # each user's second half is sealed to the analyst
+            f = len(reg.spec.features)
+            inner = [WITNESS_TAG + m if (i % (2 * f)) >= f else m for i, m in enumerate(inner)]
         try:
             new = await run_in_threadpool(
                 lambda: store.add(collection, round_, inner, users=users, spend=ids, body=h)
