@@ -288,7 +288,7 @@ def main() -> None:
         print(f"peer sdcMicro not run on the full {N:,}x8 table (> 600 s); add --peer-full to try (900 s timeout)")
 
     decoys_on_adult(quick, cert_seconds)
-    seconds = float(sys.argv[sys.argv.index("--optimal-seconds") + 1]) if "--optimal-seconds" in sys.argv else 60.0
+    seconds = float(sys.argv[sys.argv.index("--optimal-seconds") + 1]) if "--optimal-seconds" in sys.argv else 120.0
     optimal_on_adult(seconds)
     adult = load_adult()
     keys = list(ADULT_QUASI_IDENTIFIERS)

@@ -270,7 +270,7 @@ def _lagrange_value(
 
 def lagrangian_bound(
     cand: Candidates, counts: NDArray[np.int64], k: int, *, upper: float, time_limit: float, max_iter: int = 3000,
-) -> float:
+) -> tuple[float, NDArray[np.float64]]:
     """A lower bound on the program's optimum by Lagrangian relaxation of "every row released once".
 
     With multipliers lam_o (one per distinct row), the program without the constraints
@@ -398,7 +398,7 @@ def lagrangian_release(
        None when fewer than k rows are left for it (the caller keeps the decoys' release).
     """
     rc = cand.cost.astype(np.float64) - lam[cand.origin]
-    tie = rng.random(cand.origin.size)
+    tie = np.asarray(rng.random(cand.origin.size))
     order = np.lexsort((tie, rc, cand.pattern))
     pat, org, rcs = cand.pattern[order], cand.origin[order], rc[order]
     n_pat = cand.patterns.shape[0]
@@ -411,7 +411,7 @@ def lagrangian_release(
     before -= before[first] if org.size else 0.0
     take = np.where(rcs < 0, count[org], np.clip(k - before, 0.0, count[org]))
     np.add.at(value, pat, take * rcs)
-    p_order = np.lexsort((rng.random(n_pat), value)).astype(np.int64)
+    p_order = np.lexsort((np.asarray(rng.random(n_pat)), value)).astype(np.int64)
     rem = counts.astype(np.int64).copy()
     t_1, o_1, m_1 = _lagrange_greedy(ptr, org, rcs, rem, p_order, k)
     codes_1 = cand.patterns[t_1]

@@ -17,7 +17,13 @@ from sdckit._checks import check_group_size
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource, check_columns
 from sdckit.anonymize._base import Anonymizer, with_nulls
-from sdckit.anonymize._certificate import Certificate, certify, lagrangian_release, optimal_release, wildcard_floor
+from sdckit.anonymize._certificate import (
+    Certificate,
+    certify,
+    lagrangian_release,
+    optimal_release,
+    wildcard_floor,
+)
 from sdckit.anonymize._decoys import (
     decoy_suppress,
     distinct_rows,
