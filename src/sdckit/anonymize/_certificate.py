@@ -319,11 +319,12 @@ def lagrangian_bound(
 
 def certify(
     origins: NDArray[np.int32], counts: NDArray[np.int64], k: int, cells: int, *, time_limit: float = 30.0,
-    max_candidates: int = MAX_LP_CANDIDATES,
+    max_candidates: int = MAX_LP_CANDIDATES, lagrangian: bool = True,
 ) -> Certificate:
     """The certificate of a release with ``cells`` suppressed cells meeting identical-row k on the
     distinct input rows ``origins`` (counts ``counts``): the relaxation's bound when it is small
-    enough to solve in ``time_limit`` seconds, else the floor."""
+    enough to solve in ``time_limit`` seconds, else (``lagrangian``) the Lagrangian bound within the
+    time left, else the floor."""
     t0 = time.perf_counter()
     if k <= 1 or origins.shape[0] == 0:
         return Certificate(cells, 0, "floor", 0.0)
@@ -331,14 +332,14 @@ def certify(
     bound, method = floor, "floor"
     lagrange = None
     if cells > floor and time_limit > 0:
-        cand = candidates(origins, counts, k, limit=max(max_candidates, MAX_LAGRANGE_CANDIDATES))
+        cand = candidates(origins, counts, k, limit=max(max_candidates, MAX_LAGRANGE_CANDIDATES if lagrangian else 0))
         if cand is not None and cand.origin.size <= max_candidates:
             lp = lp_bound(cand, counts, k, time_limit)
             if lp is not None and math.ceil(lp - 1e-6) > bound:
                 bound, method = math.ceil(lp - 1e-6), "lp"
             elif lp is not None:
                 method = "lp"
-        if cand is not None and method == "floor":
+        if cand is not None and method == "floor" and lagrangian:
             left = max(0.0, time_limit - (time.perf_counter() - t0))
             lag, lam = lagrangian_bound(cand, counts, k, upper=float(cells), time_limit=left)
             lagrange = (cand, lam)

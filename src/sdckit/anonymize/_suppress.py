@@ -348,7 +348,10 @@ class LocalSuppressor(Anonymizer):
             got = decoy_suppress(codes_rows, k, weight, rng)
             suppressed = got.suppressed
             origins, inverse, counts = distinct_rows(codes_rows)
-            cert = certify(origins, counts, k, int(suppressed.sum()), time_limit=float(self.time_limit))
+            # the Lagrangian bound (tens of seconds on a large program) for the exact mode only: the
+            # default fit stays quick, its bound the relaxation's when small, else the floor
+            cert = certify(origins, counts, k, int(suppressed.sum()), time_limit=float(self.time_limit),
+                           lagrangian=self.method == "optimal")
             if self.method == "optimal" and cert.lower_bound < cert.cells:
                 suppressed, cert = self._optimal(codes_rows, origins, inverse, counts, k, weight, rng, suppressed, cert)
             elif cert.lower_bound == cert.cells:
