@@ -17,7 +17,13 @@ from sdckit._checks import check_group_size
 from sdckit._estimator import RandomState, as_generator
 from sdckit._io import DataSource, check_columns
 from sdckit.anonymize._base import Anonymizer, with_nulls
-from sdckit.anonymize._certificate import Certificate, certify, optimal_release, wildcard_floor
+from sdckit.anonymize._certificate import (
+    Certificate,
+    certify,
+    lagrangian_release,
+    optimal_release,
+    wildcard_floor,
+)
 from sdckit.anonymize._decoys import (
     decoy_suppress,
     distinct_rows,
@@ -342,7 +348,10 @@ class LocalSuppressor(Anonymizer):
             got = decoy_suppress(codes_rows, k, weight, rng)
             suppressed = got.suppressed
             origins, inverse, counts = distinct_rows(codes_rows)
-            cert = certify(origins, counts, k, int(suppressed.sum()), time_limit=float(self.time_limit))
+            # the Lagrangian bound (tens of seconds on a large program) for the exact mode only: the
+            # default fit stays quick, its bound the relaxation's when small, else the floor
+            cert = certify(origins, counts, k, int(suppressed.sum()), time_limit=float(self.time_limit),
+                           lagrangian=self.method == "optimal")
             if self.method == "optimal" and cert.lower_bound < cert.cells:
                 suppressed, cert = self._optimal(codes_rows, origins, inverse, counts, k, weight, rng, suppressed, cert)
             elif cert.lower_bound == cert.cells:
@@ -409,7 +418,7 @@ class LocalSuppressor(Anonymizer):
             origins, counts, k, upper=cert.cells, rng=rng, time_limit=float(self.time_limit), tiebreak=weight - 1.0
         )
         if got is None:
-            return decoys, cert
+            return self._lagrangian(codes, origins, inverse, counts, k, weight, rng, decoys, cert)
         bound = max(cert.lower_bound, got.certificate.lower_bound)
         if got.certificate.cells > cert.cells:
             self.optimal_ = bound >= cert.cells
@@ -419,6 +428,26 @@ class LocalSuppressor(Anonymizer):
         suppressed = (released < 0) & (codes >= 0)
         cells = int(suppressed.sum())
         return suppressed, Certificate(cells, min(bound, cells), "mip", got.certificate.seconds)
+
+    def _lagrangian(
+        self, codes: NDArray[np.int32], origins: NDArray[np.int32], inverse: NDArray[np.int64],
+        counts: NDArray[np.int64], k: int, weight: NDArray[np.float64], rng: np.random.Generator,
+        decoys: NDArray[np.bool_], cert: Certificate,
+    ) -> tuple[NDArray[np.bool_], Certificate]:
+        """The program too large to solve: the release the certificate's Lagrangian multipliers guide
+        (:func:`lagrangian_release`) when it has fewer cells than the decoys' and every released row
+        is in an identical group of >= k (recounted here), the decoys' otherwise."""
+        if cert.lagrange is None:
+            return decoys, cert
+        got = lagrangian_release(origins, counts, k, *cert.lagrange, weight, rng)
+        if got is None or not np.array_equal(np.bincount(got[0], weights=got[2], minlength=counts.size), counts):
+            return decoys, cert  # (every input row released once: checked, not assumed)
+        released = _assign_rows(codes, inverse, got[0], got[1], got[2], rng)
+        suppressed = (released < 0) & (codes >= 0)
+        cells = int(suppressed.sum())
+        if cells >= cert.cells or int(exact_group_sizes(released).min(initial=k)) < k:
+            return decoys, cert
+        return suppressed, Certificate(cells, min(cert.lower_bound, cells), cert.method, cert.seconds)
 
     def _fit_lazy(self, X: Any, k: int) -> Self:
         """Decoys on a polars LazyFrame, Dask or Spark frame, in distributed passes
