@@ -1,0 +1,261 @@
+"""Suppress what carries the posterior: the pass that makes the release's posterior figures bounds.
+
+:func:`~sdckit.risk._measures._posterior.row_posterior` measures what an attacker who knows a person's
+keys and reads every released column puts on the person's row and on each suppressed cell. This pass
+runs after the masking steps, before the release is measured and written, and changes the release
+until, for every person and every released row with a suppressed key:
+
+* row:  the reference attacker's posterior on the person's own row is at most 1/k + ``tolerance``
+  (people in a group of fewer than k identical rows are the headline's, not this pass's);
+* cell: the posterior of the row's hidden key values (together) is at most ``cell_bound``, for two
+  attackers: the reference one (the law within the released groups of each suppression pattern) and
+  the *population* one (the law P(h | shown keys, y) of the whole input, as a model learnt from other
+  data of the same population would estimate it; a row whose non-key values are suppressed reads
+  P(h | shown keys)).
+
+How. A row that breaks either rule has the released non-key values the attacker reads (``features``)
+set to missing in *every* row of its released group (the rows identical on the keys): the rows of the
+group are then identical on every column the attacker reads, so they are exchangeable and the
+posterior on any of them is at most 1/g <= 1/k (docs/anonymize.md, "What the other columns tell":
+L = 1). A cell still above ``cell_bound`` once its group shows no non-key value is carried by the
+shown keys themselves; one more key, drawn at random among the shown ones (OS entropy unless
+``seed``), is suppressed in every row of the group, which only merges groups (k-anonymity holds).
+The posteriors are recomputed after each round; after ``max_rounds`` rounds with a row or a cell
+still above, the pass refuses (:class:`PosteriorPassError`).
+
+Pure logic, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sdckit.errors import SdcError
+from sdckit.risk._measures._posterior import POSTERIOR_TOLERANCE, RowPosterior, _features, row_posterior
+
+__all__ = ["PosteriorPass", "PosteriorPassError", "default_cell_bound", "population_cell_posterior", "suppress_posterior"]
+
+_MISSING = "\x00missing"
+
+
+class PosteriorPassError(SdcError, ValueError):
+    """The pass could not bring every row and suppressed cell under its bound in its rounds."""
+
+
+def default_cell_bound(k: int) -> float:
+    """The default bound on a suppressed cell's posterior: 1 - 1/k.
+
+    The row rule says the attacker picks the person's row with probability at most about 1/k; the
+    matching rule for a hidden value is that the attacker's best guess of it is wrong with
+    probability at least 1/k (at k = 5: a guess is at most 80 % sure), the guarantee the hidden
+    value of a person had in a group of k with at least one other value."""
+    return 1.0 - 1.0 / k
+
+
+@dataclass(frozen=True)
+class PosteriorPass:
+    """What the pass did and the posteriors that hold after it."""
+
+    release: pl.DataFrame
+    """The release after the pass (aligned with the input row for row, like its argument)."""
+    posterior: RowPosterior
+    """The reference attacker's posteriors on the release after the pass."""
+    population_cell: np.ndarray
+    """Per released row, the population attacker's posterior of its hidden keys (NaN: none hidden)."""
+    cells: dict[str, int] = field(default_factory=dict)
+    """Per column, the cells the pass set to missing."""
+    rows: int = 0
+    """Released rows the pass changed."""
+    rounds: int = 0
+    k: int = 2
+    tolerance: float = POSTERIOR_TOLERANCE
+    cell_bound: float = 0.5
+
+    @property
+    def row_bound(self) -> float:
+        return 1.0 / self.k + self.tolerance
+
+    @property
+    def max_row_posterior(self) -> float:
+        """The largest posterior on a person's own row among people in groups of at least k."""
+        p = self.posterior
+        keep = p.group_sizes >= self.k if p.group_sizes is not None else np.ones(p.posterior.size, bool)
+        return float(p.posterior[keep].max()) if keep.any() else 0.0
+
+    @property
+    def max_cell_posterior(self) -> float:
+        """The largest posterior of a row's hidden keys, of either attacker."""
+        ref = float(self.posterior.cell_posterior.max()) if self.posterior.cell_posterior.size else 0.0
+        pop = self.population_cell[np.isfinite(self.population_cell)]
+        return max(ref, float(pop.max()) if pop.size else 0.0)
+
+    @property
+    def n_cells(self) -> int:
+        return int(sum(self.cells.values()))
+
+    def describe(self) -> str:
+        if not self.n_cells:
+            return (f"No cell needed suppressing: no row's posterior exceeds 1/k + {self.tolerance:g} = {self.row_bound:.3g} "
+                    f"and no suppressed cell's exceeds {self.cell_bound:.3g}.")
+        cols = ", ".join(f"{n:,} of {c}" for c, n in self.cells.items() if n)
+        return (f"{self.n_cells:,} cells ({cols}) in {self.rows:,} rows suppressed so that no row's posterior exceeds "
+                f"1/k + {self.tolerance:g} = {self.row_bound:.3g} (now at most {self.max_row_posterior:.3f}) and no suppressed "
+                f"cell's exceeds {self.cell_bound:.3g} (now at most {self.max_cell_posterior:.3f}); {self.rounds} round(s).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cells": dict(self.cells), "n_cells": self.n_cells, "rows": self.rows, "rounds": self.rounds,
+            "row_bound": self.row_bound, "cell_bound": self.cell_bound,
+            "max_row_posterior": self.max_row_posterior, "max_cell_posterior": self.max_cell_posterior,
+            "description": self.describe(),
+        }
+
+
+def population_cell_posterior(
+    release: pl.DataFrame,
+    known: pl.DataFrame,
+    keys: Sequence[str],
+    features: Sequence[str],
+    *,
+    masked: Sequence[str] = (),
+    bins: int = 3,
+    smoothing: float = 1.0,
+) -> np.ndarray:
+    """Per released row (aligned with ``known``), the posterior of the row's hidden keys under the law of
+    the whole input: max over h of P(h | s, y) / sum over h' of P(h' | s, y), h ranging over the hidden
+    values seen with the shown keys s,
+
+        P(h | s, y) = (n(s, y, h) + a P(h | s)) / (n(s, y) + a),  P(h | s) = (n(s, h) + 1/m) / (n(s) + 1),
+
+    the counts over every person (true keys; y: the non-key values of the person's released row, read as
+    :func:`row_posterior` reads them), a = ``smoothing``. A row whose features are all missing reads
+    P(h | s) (the people whose features are suppressed are left out of the y counts: a suppressed y says
+    nothing an attacker's outside model could know). NaN for a row with no hidden key."""
+    keys = [c for c in keys if c in release.columns and c in known.columns]
+    feats = [c for c in features if c in release.columns and c not in keys]
+    n = release.height
+    out = np.full(n, np.nan)
+    if not keys or n == 0:
+        return out
+    truth = known.select([pl.col(c).cast(pl.String).fill_null(_MISSING) for c in keys])
+    y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
+    blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
+             if feats else np.zeros(n, bool))
+    hidden = release.select([pl.col(c).is_null() for c in keys])
+    patterns = hidden.with_row_index("__row").group_by(keys).agg(pl.col("__row"))
+    people = truth.with_columns(y.alias("__y"), pl.Series("__blank", blank))
+    for row in patterns.iter_rows(named=True):
+        hid = [c for c in keys if row[c]]
+        if not hid:
+            continue
+        shown = [c for c in keys if not row[c]]
+        h = pl.concat_str([pl.col(c) for c in hid], separator="\x1f").alias("__h")
+        pop = people.with_columns(h)
+        by_s = shown or None
+        n_sh = pop.group_by([*shown, "__h"]).len("__nsh")
+        n_s = (pop.group_by(shown).agg(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")) if shown
+               else pop.select(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")))
+        seen = pop.filter(~pl.col("__blank"))
+        n_syh = seen.group_by([*shown, "__y", "__h"]).len("__nsyh")
+        n_sy = seen.group_by([*shown, "__y"]).len("__nsy")
+        rows = pl.DataFrame({"__row": np.asarray(row["__row"], np.int64)}).with_columns(
+            pl.Series("__y", y.to_numpy()[row["__row"]]), pl.Series("__blank", blank[row["__row"]]),
+            *[pl.Series(c, truth[c].to_numpy()[row["__row"]]) for c in shown])
+        options = n_sh.select([*shown, "__h"])
+        cand = rows.join(options, on=by_s, how="inner") if shown else rows.join(options, how="cross")
+        cand = cand.join(n_sh, on=[*shown, "__h"], how="left")
+        cand = cand.join(n_s, on=shown, how="left") if shown else cand.join(n_s, how="cross")
+        cand = cand.join(n_syh, on=[*shown, "__y", "__h"], how="left").join(n_sy, on=[*shown, "__y"], how="left")
+        prior = (pl.col("__nsh").fill_null(0) + 1.0 / pl.col("__m")) / (pl.col("__ns") + 1.0)
+        cand = cand.with_columns(
+            pl.when(pl.col("__blank")).then(prior)
+            .otherwise((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing))
+            .alias("__score"))
+        best = cand.group_by("__row").agg((pl.col("__score").max() / pl.col("__score").sum()).alias("__p"))
+        out[best["__row"].to_numpy()] = best["__p"].to_numpy()
+    return out
+
+
+def suppress_posterior(
+    release: pl.DataFrame,
+    known: pl.DataFrame,
+    keys: Sequence[str],
+    *,
+    k: int,
+    features: Sequence[str],
+    masked: Sequence[str] = (),
+    bins: int = 3,
+    tolerance: float = POSTERIOR_TOLERANCE,
+    cell_bound: float | None = None,
+    max_rounds: int = 8,
+    seed: int | None = None,
+) -> PosteriorPass:
+    """Suppress the released values that carry a posterior above its bound (see the module).
+
+    ``release`` and ``known`` are aligned row for row (released row i is person i's); ``known`` holds the
+    people's true keys (after the public recodings). Returns the changed release and the posteriors that
+    now hold; raises :class:`PosteriorPassError` when ``max_rounds`` rounds leave one above."""
+    keys = [c for c in keys if c in release.columns and c in known.columns]
+    feats = [c for c in features if c in release.columns and c not in keys]
+    bound = default_cell_bound(k) if cell_bound is None else float(cell_bound)
+    rng = np.random.default_rng(seed)
+    start = release
+    n = release.height
+    touched = np.zeros(n, bool)
+    rounds = 0
+    while True:
+        post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
+        pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
+        cell = np.full(n, np.nan)
+        if post.cell_rows is not None and post.cell_rows.size:
+            cell[post.cell_rows] = post.cell_posterior
+        cell = np.fmax(cell, pop)
+        bad_row = post.exposed
+        bad_cell = np.nan_to_num(cell, nan=0.0) > bound + 1e-12
+        if not (bad_row.any() or bad_cell.any()):
+            break
+        if rounds >= max_rounds:
+            raise PosteriorPassError(
+                f"after {rounds} rounds of suppression, {int(bad_row.sum()):,} people still have a posterior above 1/k + "
+                f"{tolerance:g} = {1 / k + tolerance:.3g} on their own row and {int(bad_cell.sum()):,} rows a hidden value "
+                f"read with a posterior above {bound:.3g}; raise posterior_bound, release fewer non-key columns, or "
+                "recode the keys more coarsely."
+            )
+        rounds += 1
+        group = release.select(pl.struct([pl.col(c).cast(pl.String) for c in keys]).rank("dense").alias("__g"))["__g"].to_numpy()
+        blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
+                 if feats else np.ones(n, bool))
+        # a row above either bound whose group still shows non-key values: blank the group's non-key values
+        show = (bad_row | bad_cell) & ~blank
+        blank_groups = np.isin(group, np.unique(group[show]))
+        # a cell above its bound in a group that shows no non-key value: the shown keys carry it; hide one more
+        deeper = bad_cell & blank
+        changes: dict[str, np.ndarray] = {}
+        if blank_groups.any():
+            for c in feats:
+                changes[c] = blank_groups
+        for g in np.unique(group[deeper]):
+            members = group == g
+            first = int(np.flatnonzero(members)[0])
+            shown = [c for c in keys if release[c][first] is not None]
+            if not shown:
+                raise PosteriorPassError(
+                    f"a released group of {int(members.sum())} rows hides every key and still reads a hidden value with "
+                    f"posterior {float(cell[first]):.3g} > {bound:.3g}; raise posterior_bound."
+                )
+            c = shown[int(rng.integers(len(shown)))]
+            changes[c] = changes.get(c, np.zeros(n, bool)) | members
+        touched |= np.logical_or.reduce(list(changes.values())) if changes else False
+        release = release.with_columns([
+            pl.when(pl.Series(mask)).then(None).otherwise(pl.col(c)).alias(c) for c, mask in changes.items()
+        ])
+    cells = {c: int((release[c].is_null() & ~start[c].is_null()).sum()) for c in release.columns}
+    return PosteriorPass(
+        release=release, posterior=post, population_cell=pop, cells={c: v for c, v in cells.items() if v},
+        rows=int(touched.sum()), rounds=rounds, k=k, tolerance=tolerance, cell_bound=bound,
+    )
