@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -205,6 +206,9 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         tick(description="Suppressing what the other columns reveal")
         protected, log = _posterior_pass(config, protected, known_qis, qis, features, masked_numeric)
         logs.append(log)
+        pass_figures: dict[str, Any] | None = log.details
+    else:
+        pass_figures = None
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
     input_measure = measure_release(
@@ -248,7 +252,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
-        linked=linked, scenarios=tuple(scenarios), posterior=posterior,
+        linked=linked, scenarios=tuple(scenarios), posterior=posterior, posterior_pass=pass_figures,
     )
 
 

@@ -20,8 +20,8 @@ posterior on any of them is at most 1/g <= 1/k (docs/anonymize.md, "What the oth
 L = 1). A cell still above ``cell_bound`` once its group shows no non-key value is carried by the
 shown keys themselves; one more key, drawn at random among the shown ones (OS entropy unless
 ``seed``), is suppressed in every row of the group, which only merges groups (k-anonymity holds).
-The posteriors are recomputed after each round; after ``max_rounds`` rounds with a row or a cell
-still above, the pass refuses (:class:`PosteriorPassError`).
+The posteriors are recomputed after each round; after ``max_rounds`` rounds (default: keys + 2) with a row or a
+cell still above, the pass refuses (:class:`PosteriorPassError`).
 
 Pure logic, no I/O.
 """
@@ -45,6 +45,16 @@ _MISSING = "\x00missing"
 
 class PosteriorPassError(SdcError, ValueError):
     """The pass could not bring every row and suppressed cell under its bound in its rounds."""
+
+
+def column_bounds(known: pl.DataFrame, keys: Sequence[str], bound: float, tolerance: float) -> dict[str, float]:
+    """Per key, max(``bound``, share of its commonest value in ``known`` + ``tolerance``), capped at 1."""
+    out: dict[str, float] = {}
+    for c in keys:
+        counts = known[c].cast(pl.String).fill_null(_MISSING).value_counts()["count"].to_numpy()
+        top = float(counts.max()) / known.height if known.height else 0.0
+        out[c] = min(1.0, max(bound, top + tolerance))
+    return out
 
 
 def default_cell_bound(k: int) -> float:
@@ -75,6 +85,10 @@ class PosteriorPass:
     k: int = 2
     tolerance: float = POSTERIOR_TOLERANCE
     cell_bound: float = 0.5
+    column_bounds: dict[str, float] = field(default_factory=dict)
+    """Per key, the bound on the posterior of one of its suppressed cells: the larger of ``cell_bound`` and
+    the share of the key's commonest value in the input + ``tolerance`` (no release hides a value better
+    than the population does: a suppressed native-country is "United-States" for 90 % of people)."""
 
     @property
     def row_bound(self) -> float:
@@ -98,19 +112,25 @@ class PosteriorPass:
     def n_cells(self) -> int:
         return int(sum(self.cells.values()))
 
+    def _raised(self) -> str:
+        up = {c: b for c, b in self.column_bounds.items() if b > self.cell_bound + 1e-12}
+        return ", ".join(f"{c} {b:.3g}" for c, b in up.items()) or "none"
+
     def describe(self) -> str:
         if not self.n_cells:
             return (f"No cell needed suppressing: no row's posterior exceeds 1/k + {self.tolerance:g} = {self.row_bound:.3g} "
-                    f"and no suppressed cell's exceeds {self.cell_bound:.3g}.")
+                    f"and no suppressed cell's exceeds {self.cell_bound:.3g} (or its column's commonest share + "
+                    f"{self.tolerance:g}: {self._raised()}).")
         cols = ", ".join(f"{n:,} of {c}" for c, n in self.cells.items() if n)
         return (f"{self.n_cells:,} cells ({cols}) in {self.rows:,} rows suppressed so that no row's posterior exceeds "
                 f"1/k + {self.tolerance:g} = {self.row_bound:.3g} (now at most {self.max_row_posterior:.3f}) and no suppressed "
-                f"cell's exceeds {self.cell_bound:.3g} (now at most {self.max_cell_posterior:.3f}); {self.rounds} round(s).")
+                f"cell's exceeds {self.cell_bound:.3g} or, above it, its column's commonest share + {self.tolerance:g} "
+                f"({self._raised()}); {self.rounds} round(s).")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "cells": dict(self.cells), "n_cells": self.n_cells, "rows": self.rows, "rounds": self.rounds,
-            "row_bound": self.row_bound, "cell_bound": self.cell_bound,
+            "row_bound": self.row_bound, "cell_bound": self.cell_bound, "column_bounds": dict(self.column_bounds),
             "max_row_posterior": self.max_row_posterior, "max_cell_posterior": self.max_cell_posterior,
             "description": self.describe(),
         }
@@ -125,6 +145,7 @@ def population_cell_posterior(
     masked: Sequence[str] = (),
     bins: int = 3,
     smoothing: float = 1.0,
+    bounds: dict[str, float] | None = None,
 ) -> np.ndarray:
     """Per released row (aligned with ``known``), the posterior of the row's hidden keys under the law of
     the whole input: max over h of P(h | s, y) / sum over h' of P(h' | s, y), h ranging over the hidden
@@ -135,7 +156,13 @@ def population_cell_posterior(
     the counts over every person (true keys; y: the non-key values of the person's released row, read as
     :func:`row_posterior` reads them), a = ``smoothing``. A row whose features are all missing reads
     P(h | s) (the people whose features are suppressed are left out of the y counts: a suppressed y says
-    nothing an attacker's outside model could know). NaN for a row with no hidden key."""
+    nothing an attacker's outside model could know). NaN for a row with no hidden key.
+
+    The counts leave out the row's own released group (a model learnt on other people, whose rare
+    combinations are not the target's), and h ranges over every hidden value seen with the pattern's hidden
+    keys. Per row, the largest posterior of one hidden cell (the joint summed over the row's other hidden
+    cells); with ``bounds`` ({column: bound}), the largest excess of a cell's posterior over its column's
+    bound instead (above 0: above the bound)."""
     keys = [c for c in keys if c in release.columns and c in known.columns]
     feats = [c for c in features if c in release.columns and c not in keys]
     n = release.height
@@ -156,29 +183,55 @@ def population_cell_posterior(
         shown = [c for c in keys if not row[c]]
         h = pl.concat_str([pl.col(c) for c in hid], separator="\x1f").alias("__h")
         pop = people.with_columns(h)
-        by_s = shown or None
-        n_sh = pop.group_by([*shown, "__h"]).len("__nsh")
-        n_s = (pop.group_by(shown).agg(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")) if shown
-               else pop.select(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")))
-        seen = pop.filter(~pl.col("__blank"))
-        n_syh = seen.group_by([*shown, "__y", "__h"]).len("__nsyh")
-        n_sy = seen.group_by([*shown, "__y"]).len("__nsy")
+        # the released group of a row of this pattern: the pattern's rows with its shown keys; left out of the
+        # counts, as from a model learnt on other people (whose rare combinations are not the target's)
+        own = pop[np.asarray(row["__row"], np.int64)]
+        n_sh = _minus(pop.group_by([*shown, "__h", *hid]).len("__nsh"), own.group_by([*shown, "__h", *hid]).len("__nsh"),
+                      [*shown, "__h", *hid], "__nsh")
+        n_s = _minus(pop.group_by(shown).len("__ns") if shown else pop.select(pl.len().alias("__ns")),
+                     own.group_by(shown).len("__ns") if shown else own.select(pl.len().alias("__ns")), shown, "__ns")
+        m = n_sh.filter(pl.col("__nsh") > 0).group_by(shown).agg(pl.col("__h").n_unique().alias("__m")) if shown else \
+            n_sh.filter(pl.col("__nsh") > 0).select(pl.col("__h").n_unique().alias("__m"))
+        n_s = n_s.join(m, on=shown, how="left") if shown else n_s.join(m, how="cross")
+        seen, own_seen = pop.filter(~pl.col("__blank")), own.filter(~pl.col("__blank"))
+        n_syh = _minus(seen.group_by([*shown, "__y", "__h"]).len("__nsyh"), own_seen.group_by([*shown, "__y", "__h"]).len("__nsyh"),
+                       [*shown, "__y", "__h"], "__nsyh")
+        n_sy = _minus(seen.group_by([*shown, "__y"]).len("__nsy"), own_seen.group_by([*shown, "__y"]).len("__nsy"),
+                      [*shown, "__y"], "__nsy")
         rows = pl.DataFrame({"__row": np.asarray(row["__row"], np.int64)}).with_columns(
             pl.Series("__y", y.to_numpy()[row["__row"]]), pl.Series("__blank", blank[row["__row"]]),
             *[pl.Series(c, truth[c].to_numpy()[row["__row"]]) for c in shown])
-        options = n_sh.select([*shown, "__h"])
-        cand = rows.join(options, on=by_s, how="inner") if shown else rows.join(options, how="cross")
-        cand = cand.join(n_sh, on=[*shown, "__h"], how="left")
+        # every hidden value seen in the input with this pattern's hidden keys, each with its smoothed prior
+        options = pop.select(["__h", *hid]).unique()
+        cand = rows.join(options, how="cross")
+        cand = cand.join(n_sh.select([*shown, "__h", "__nsh"]), on=[*shown, "__h"], how="left")
         cand = cand.join(n_s, on=shown, how="left") if shown else cand.join(n_s, how="cross")
         cand = cand.join(n_syh, on=[*shown, "__y", "__h"], how="left").join(n_sy, on=[*shown, "__y"], how="left")
-        prior = (pl.col("__nsh").fill_null(0) + 1.0 / pl.col("__m")) / (pl.col("__ns") + 1.0)
+        n_options = options.height
+        prior = (pl.col("__nsh").fill_null(0) + 1.0 / n_options) / (pl.col("__ns").fill_null(0) + 1.0)
         cand = cand.with_columns(
             pl.when(pl.col("__blank")).then(prior)
             .otherwise((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing))
             .alias("__score"))
-        best = cand.group_by("__row").agg((pl.col("__score").max() / pl.col("__score").sum()).alias("__p"))
-        out[best["__row"].to_numpy()] = best["__p"].to_numpy()
+        total = cand.group_by("__row").agg(pl.col("__score").sum().alias("__t"))
+        # the hidden values together, and each hidden cell alone (the joint summed over the row's other hidden cells)
+        best = total.select("__row").with_columns(pl.lit(-np.inf).alias("__b"))
+        for c in hid:
+            less = 0.0 if bounds is None else bounds[c]
+            one = cand.group_by(["__row", c]).agg(pl.col("__score").sum().alias("__s")).group_by("__row").agg(
+                pl.col("__s").max().alias("__c")).join(total, on="__row").with_columns(
+                (pl.col("__c") / pl.col("__t") - less).alias("__c")).select("__row", "__c")
+            best = best.join(one, on="__row").with_columns(pl.max_horizontal("__b", "__c").alias("__b")).drop("__c")
+        out[best["__row"].to_numpy()] = best["__b"].to_numpy()
     return out
+
+
+def _minus(total: pl.DataFrame, part: pl.DataFrame, on: list[str], name: str) -> pl.DataFrame:
+    """Counts ``total`` less the counts ``part`` (same keys ``on``; a key missing in ``part`` counts 0)."""
+    if not on:
+        return total.with_columns((pl.col(name) - part[name][0]).alias(name))
+    return total.join(part.rename({name: "__part"}), on=on, how="left").with_columns(
+        (pl.col(name) - pl.col("__part").fill_null(0)).alias(name)).drop("__part")
 
 
 def suppress_posterior(
@@ -192,7 +245,7 @@ def suppress_posterior(
     bins: int = 3,
     tolerance: float = POSTERIOR_TOLERANCE,
     cell_bound: float | None = None,
-    max_rounds: int = 8,
+    max_rounds: int | None = None,
     seed: int | None = None,
 ) -> PosteriorPass:
     """Suppress the released values that carry a posterior above its bound (see the module).
@@ -203,6 +256,10 @@ def suppress_posterior(
     keys = [c for c in keys if c in release.columns and c in known.columns]
     feats = [c for c in features if c in release.columns and c not in keys]
     bound = default_cell_bound(k) if cell_bound is None else float(cell_bound)
+    bounds = column_bounds(known, keys, bound, tolerance)
+    # a round blanks the non-key values or hides one more key of a group: a group needs at most one round for its
+    # non-key values and one per key
+    rounds_allowed = len(keys) + 2 if max_rounds is None else max_rounds
     rng = np.random.default_rng(seed)
     start = release
     n = release.height
@@ -210,20 +267,22 @@ def suppress_posterior(
     rounds = 0
     while True:
         post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
-        pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
+        excess = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, bounds=bounds)
         cell = np.full(n, np.nan)
         if post.cell_rows is not None and post.cell_rows.size:
-            cell[post.cell_rows] = post.cell_posterior
-        cell = np.fmax(cell, pop)
+            hidden_bound = release.select(pl.max_horizontal([
+                pl.when(pl.col(c).is_null()).then(pl.lit(bounds[c])).otherwise(pl.lit(0.0)) for c in keys]))
+            cell[post.cell_rows] = post.cell_posterior - hidden_bound.to_series().to_numpy()[post.cell_rows]
+        cell = np.fmax(cell, excess)  # above 0: a cell read above its column's bound
         bad_row = post.exposed
-        bad_cell = np.nan_to_num(cell, nan=0.0) > bound + 1e-12
+        bad_cell = np.nan_to_num(cell, nan=-1.0) > 1e-12
         if not (bad_row.any() or bad_cell.any()):
             break
-        if rounds >= max_rounds:
+        if rounds >= rounds_allowed:
             raise PosteriorPassError(
                 f"after {rounds} rounds of suppression, {int(bad_row.sum()):,} people still have a posterior above 1/k + "
                 f"{tolerance:g} = {1 / k + tolerance:.3g} on their own row and {int(bad_cell.sum()):,} rows a hidden value "
-                f"read with a posterior above {bound:.3g}; raise posterior_bound, release fewer non-key columns, or "
+                f"read above its bound (posterior_bound {bound:.3g} or its column's commonest share + {tolerance:g}); raise posterior_bound, release fewer non-key columns, or "
                 "recode the keys more coarsely."
             )
         rounds += 1
@@ -246,7 +305,7 @@ def suppress_posterior(
             if not shown:
                 raise PosteriorPassError(
                     f"a released group of {int(members.sum())} rows hides every key and still reads a hidden value with "
-                    f"posterior {float(cell[first]):.3g} > {bound:.3g}; raise posterior_bound."
+                    f"posterior {float(cell[first]):.3g} above its bound; raise posterior_bound."
                 )
             c = shown[int(rng.integers(len(shown)))]
             changes[c] = changes.get(c, np.zeros(n, bool)) | members
@@ -255,7 +314,8 @@ def suppress_posterior(
             pl.when(pl.Series(mask)).then(None).otherwise(pl.col(c)).alias(c) for c, mask in changes.items()
         ])
     cells = {c: int((release[c].is_null() & ~start[c].is_null()).sum()) for c in release.columns}
+    pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
     return PosteriorPass(
-        release=release, posterior=post, population_cell=pop, cells={c: v for c, v in cells.items() if v},
+        release=release, posterior=post, population_cell=pop, column_bounds=bounds, cells={c: v for c, v in cells.items() if v},
         rows=int(touched.sum()), rounds=rounds, k=k, tolerance=tolerance, cell_bound=bound,
     )
