@@ -31,7 +31,9 @@ def test_the_pass_blanks_the_group_whose_income_singles_out_a_row() -> None:
     done = suppress_posterior(release, known, KEYS, k=4, features=["inc"])
     # the income of the four rows of the suppressed group, and nothing else
     assert done.release["inc"].is_null().to_list() == [True] * 4 + [False] * 4
-    assert done.cells == {"inc": 4} and done.rows == 4 and done.rounds == 1
+    assert done.cells == {"inc": 4}
+    assert done.rows == 4
+    assert done.rounds == 1
     # the group's rows are now identical on every column read: exactly 1/4 on each person's row
     assert done.posterior.posterior[:4] == pytest.approx([0.25] * 4)
     assert done.max_row_posterior <= 0.25 + 0.05
@@ -42,7 +44,9 @@ def test_a_release_within_its_bounds_is_left_as_it_is() -> None:
     release, known = _release()
     plain = release.with_columns(pl.lit("lo").alias("inc"))
     done = suppress_posterior(plain, known, KEYS, k=4, features=["inc"])
-    assert done.release.equals(plain) and done.cells == {} and done.rounds == 0
+    assert done.release.equals(plain)
+    assert done.cells == {}
+    assert done.rounds == 0
 
 
 def test_a_cell_the_shown_keys_carry_loses_one_more_key() -> None:
