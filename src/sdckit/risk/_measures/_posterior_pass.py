@@ -85,6 +85,9 @@ class PosteriorPass:
     k: int = 2
     tolerance: float = POSTERIOR_TOLERANCE
     cell_bound: float = 0.5
+    bare_rows: int = 0
+    """Rows of groups that hide every key yet read a hidden value above its bound (the group's own make-up
+    carries it; nothing is left to hide): their posterior is in ``max_cell_posterior``, not under the bound."""
     column_bounds: dict[str, float] = field(default_factory=dict)
     """Per key, the bound on the posterior of one of its suppressed cells: the larger of ``cell_bound`` and
     the share of the key's commonest value in the input + ``tolerance`` (no release hides a value better
@@ -125,13 +128,20 @@ class PosteriorPass:
         return (f"{self.n_cells:,} cells ({cols}) in {self.rows:,} rows suppressed so that no row's posterior exceeds "
                 f"1/k + {self.tolerance:g} = {self.row_bound:.3g} (now at most {self.max_row_posterior:.3f}) and no suppressed "
                 f"cell's exceeds {self.cell_bound:.3g} or, above it, its column's commonest share + {self.tolerance:g} "
-                f"({self._raised()}); {self.rounds} round(s).")
+                f"({self._raised()}){self._bare()}; {self.rounds} round(s).")
+
+    def _bare(self) -> str:
+        if not self.bare_rows:
+            return ""
+        return (f", except {self.bare_rows:,} rows of groups that hide every key (the group's make-up alone reads a hidden "
+                f"value above its bound; at most {self.max_cell_posterior:.3f})")
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "cells": dict(self.cells), "n_cells": self.n_cells, "rows": self.rows, "rounds": self.rounds,
             "row_bound": self.row_bound, "cell_bound": self.cell_bound, "column_bounds": dict(self.column_bounds),
             "max_row_posterior": self.max_row_posterior, "max_cell_posterior": self.max_cell_posterior,
+            "bare_rows_above_cell_bound": self.bare_rows,
             "description": self.describe(),
         }
 
@@ -264,6 +274,7 @@ def suppress_posterior(
     start = release
     n = release.height
     touched = np.zeros(n, bool)
+    bare = np.zeros(n, bool)  # rows of groups that hide every key and are still read above the bound
     rounds = 0
     while True:
         post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
@@ -275,7 +286,7 @@ def suppress_posterior(
             cell[post.cell_rows] = post.cell_posterior - hidden_bound.to_series().to_numpy()[post.cell_rows]
         cell = np.fmax(cell, excess)  # above 0: a cell read above its column's bound
         bad_row = post.exposed
-        bad_cell = np.nan_to_num(cell, nan=-1.0) > 1e-12
+        bad_cell = (np.nan_to_num(cell, nan=-1.0) > 1e-12) & ~bare
         if not (bad_row.any() or bad_cell.any()):
             break
         if rounds >= rounds_allowed:
@@ -302,11 +313,9 @@ def suppress_posterior(
             members = group == g
             first = int(np.flatnonzero(members)[0])
             shown = [c for c in keys if release[c][first] is not None]
-            if not shown:
-                raise PosteriorPassError(
-                    f"a released group of {int(members.sum())} rows hides every key and still reads a hidden value with "
-                    f"posterior {float(cell[first]):.3g} above its bound; raise posterior_bound."
-                )
+            if not shown:  # nothing left to hide: the group's own make-up carries it; stated, not hidden
+                bare |= members
+                continue
             c = shown[int(rng.integers(len(shown)))]
             changes[c] = changes.get(c, np.zeros(n, bool)) | members
         touched |= np.logical_or.reduce(list(changes.values())) if changes else False
@@ -317,5 +326,5 @@ def suppress_posterior(
     pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
     return PosteriorPass(
         release=release, posterior=post, population_cell=pop, column_bounds=bounds, cells={c: v for c, v in cells.items() if v},
-        rows=int(touched.sum()), rounds=rounds, k=k, tolerance=tolerance, cell_bound=bound,
+        rows=int(touched.sum()), rounds=rounds, bare_rows=int(bare.sum()), k=k, tolerance=tolerance, cell_bound=bound,
     )
