@@ -358,10 +358,12 @@ def posterior_text(posterior: Any, budget: float, exposure: float = 0.0, bound: 
             f"{bound['description']} So, reading every released column ({', '.join(posterior.features) or 'none beside the keys'}), "
             f"an attacker who knows a person's keys and the population's law of the keys and the other columns puts at most "
             f"{bound['row_bound']:.3g} (1/k + {tol:g}) on any person's own row in a group of at least {k} (at most "
-            f"{bound['max_row_posterior']:.3f} in this release) and at most {bound['cell_bound']:.3g} on the hidden values of "
-            f"any row with a suppressed key (at most {bound['max_cell_posterior']:.3f} here; {d['mean_cell_posterior']:.2f} "
-            "on average): computed on this release after the pass, checked by a simulated attacker with a model "
-            "from separate data (docs/anonymize.md). Exposure at k plus the people above the row bound: "
+            f"{bound['max_row_posterior']:.3f} in this release) and at most {bound['cell_bound']:.3g}, or its column's "
+            f"commonest share + {tol:g} where that is larger, on a suppressed cell (at most "
+            f"{bound['max_cell_posterior']:.3f} here; {d['mean_cell_posterior']:.2f} on average): computed on this "
+            "release after the pass. The row bound is also checked by a simulated attacker with a model from separate "
+            "data; the cell bound is not yet met by that attacker (docs/anonymize.md). Exposure at k plus the people "
+            "above the row bound: "
             f"{_pct(exposure + posterior.share_above)}; the budget allows {_pct(budget)}."
         )
     cells = (
