@@ -358,7 +358,7 @@ class PipelineConfig(_Strict):
     attacker_knows: Columns | None = None
     """Released columns a wider attacker may know besides the keys: the headline is shown again for
     keys plus these (the report's scenarios), so a reviewer sees what a wrong choice of keys costs."""
-    posterior_pass: Flag = True
+    posterior_pass: Flag = False
     """After the steps, suppress the released non-key values (and, where they do not suffice, one more key)
     of every released group where the attacker who reads every released column puts more than 1/k + 0.05
     on a person's row or more than ``posterior_bound`` on a suppressed cell (docs/anonymize.md)."""
