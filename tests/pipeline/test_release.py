@@ -447,6 +447,7 @@ def test_the_adult_pipeline_with_sdcmicros_suppression_is_refused(tmp_path: Path
     # file, as the example was when these figures were measured: the test is about the suppression
     raw.pop("linked", None)
     raw["linked_threshold"] = None
+    raw["posterior_pass"] = False  # the figures are the suppression's, before the pass adds cells
     steps = [
         {"local_suppression": {**s["local_suppression"], "method": "sdcmicro"}} if "local_suppression" in s
         else {"microaggregate": {**{o: v for o, v in s["microaggregate"].items() if o != "strata"}, "k": 3}}

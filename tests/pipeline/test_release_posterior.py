@@ -30,16 +30,18 @@ from sdckit.risk._measures._posterior import row_posterior
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _y(frame: pl.DataFrame) -> list[str]:
-    """The attacker's reading of the non-key columns: income, hours in three bands, gains and losses > 0."""
+def _y(frame: pl.DataFrame) -> list[str | None]:
+    """The attacker's reading of the non-key columns: income, hours in three bands, gains and losses > 0;
+    None where any of them is suppressed (the attacker then reads nothing beside the keys)."""
+    blank = pl.any_horizontal([pl.col(c).is_null() for c in ("income", "hours-per-week", "capital-gain", "capital-loss")])
     return frame.select(
-        pl.concat_str([
+        pl.when(blank).then(None).otherwise(pl.concat_str([
             pl.col("income").cast(pl.String).str.replace(r"\.$", ""),
             pl.when(pl.col("hours-per-week") < 35).then(pl.lit("lo"))
             .when(pl.col("hours-per-week") <= 45).then(pl.lit("mid")).otherwise(pl.lit("hi")),
             (pl.col("capital-gain") > 0).cast(pl.String),
             (pl.col("capital-loss") > 0).cast(pl.String),
-        ], separator="|").alias("y")
+        ], separator="|")).alias("y")
     )["y"].to_list()
 
 
@@ -79,12 +81,23 @@ class SplitAttacker:
         p_hs = (n_sh[s, h] + p_h) / (n_s[s] + 1)
         return (n_syh[s, y, h] + p_hs) / (n_sy[s, y] + 1)
 
-    def best(self, hid: tuple[int, ...], s: tuple[Any, ...], y: str) -> tuple[tuple[Any, ...], float]:
-        """The most probable hidden values of a row and their posterior (over the values seen with s)."""
-        options = self._table(hid)[5].get(s) or {h for (_, h) in self._table(hid)[2]}
+    def best(self, hid: tuple[int, ...], s: tuple[Any, ...], y: str | None) -> tuple[tuple[Any, ...], float, list[float]]:
+        """The most probable hidden values of a row and their posterior, and the largest posterior of a single
+        hidden cell (the joint posterior summed over the row's other hidden cells). The posterior is over every
+        hidden value seen in the attacker's data, each with its smoothed prior P(h | s) > 0: a value never seen
+        with s is unlikely, not impossible (normalising over the values seen with s alone puts 1.0 on the one
+        value of an s seen once, however often it is wrong)."""
+        options = {h for (_, h) in self._table(hid)[2]}
         scored = {h: self.p(hid, s, y, h) for h in options}
+        total = sum(scored.values())
         h = max(scored, key=scored.__getitem__)
-        return h, scored[h] / sum(scored.values())
+        single = []
+        for j in range(len(hid)):
+            marginal: Counter[Any] = Counter()
+            for option, score in scored.items():
+                marginal[option[j]] += score
+            single.append(max(marginal.values()) / total)
+        return h, scored[h] / total, single
 
 
 @pytest.fixture(scope="module")
@@ -105,32 +118,41 @@ def attacked(adult_example_written: tuple[PipelineResult, dict[str, Path]]) -> d
     for i, r in enumerate(rel_keys):
         groups[r].append(i)
     suppressed = [i for i, r in enumerate(rel_keys) if None in r]
-    rng = np.random.default_rng(34)
-    sample = [int(i) for i in rng.choice(suppressed, 150, replace=False)]
-    sample += [int(i) for i in rng.choice(len(rel_keys), 50, replace=False)]
+    rng = np.random.default_rng()  # a fresh sample each run: the claim is on every row
+    sample = [int(i) for i in rng.choice(suppressed, 300, replace=False)]
+    sample += [int(i) for i in rng.choice(len(rel_keys), 100, replace=False)]
     truth_rows = [tuple(r) for r in truth.select(pl.col(keys).cast(pl.String)).iter_rows()]
-    row_post, cell_post, cell_right = [], [], []
+    # per released group, its rows by the attacker's reading of their non-key columns
+    by_y = {pattern: Counter(rel_y[r] for r in rows) for pattern, rows in groups.items()}
+    row_post = []
     for i in sample:
         x = truth_rows[int(person_of[i])]
         total, mine = 0.0, 0.0
-        for pattern, rows in groups.items():
+        for pattern, ys in by_y.items():
             if any(v is not None and v != x[j] for j, v in enumerate(pattern)):
                 continue
             hid = tuple(j for j, v in enumerate(pattern) if v is None)
             s = tuple(v for v in pattern if v is not None)
             h = tuple(x[j] for j in hid)
-            for r in rows:
-                score = attacker.p(hid, s, rel_y[r], h) if hid else 1.0
-                total += score
-                if r == i:
-                    mine = score
+            for y, count in ys.items():
+                total += count * (attacker.p(hid, s, y, h) if hid else 1.0)
+            if pattern == rel_keys[i]:
+                mine = attacker.p(hid, s, rel_y[i], h) if hid else 1.0
         row_post.append(mine / total)
-        if None in rel_keys[i]:
-            hid = tuple(j for j, v in enumerate(rel_keys[i]) if v is None)
-            guess, p = attacker.best(hid, tuple(v for v in rel_keys[i] if v is not None), rel_y[i])
-            cell_post.append(p)
-            cell_right.append(guess == tuple(x[j] for j in hid))
-    return {"stated": stated, "row": np.asarray(row_post), "cell": np.asarray(cell_post),
+    # every released row with a suppressed key: the attacker's posterior of its hidden values, together and cell by cell
+    column_bound = stated["posterior_bound"]["column_bounds"]
+    cell_post, cell_single, cell_right, cell_excess = [], [], [], []
+    for i in suppressed:
+        x = truth_rows[int(person_of[i])]
+        hid = tuple(j for j, v in enumerate(rel_keys[i]) if v is None)
+        guess, p, single = attacker.best(hid, tuple(v for v in rel_keys[i] if v is not None), rel_y[i])
+        cell_post.append(p)
+        cell_single.append(max(single))
+        # above 0: a hidden value (together, or one cell alone) read above the bound the report states for it
+        cell_excess.append(max(p - max(column_bound[keys[j]] for j in hid),
+                               *(q - column_bound[keys[j]] for j, q in zip(hid, single, strict=True))))
+        cell_right.append(guess == tuple(x[j] for j in hid))
+    return {"stated": stated, "row": np.asarray(row_post), "cell": np.asarray(cell_post), "single": np.asarray(cell_single), "excess": np.asarray(cell_excess),
             "right": np.asarray(cell_right), "result": result, "k": result.config.k}
 
 
@@ -144,28 +166,43 @@ def test_the_report_states_the_posterior_and_the_release_is_within_it(attacked: 
 
 
 @pytest.mark.slow
-def test_split_attacker_does_no_better_than_the_report_states(attacked: dict[str, Any]) -> None:
-    stated = attacked["stated"]["row_posterior"]
-    k, tol = attacked["k"], stated["tolerance"]
+def test_split_attacker_puts_at_most_1_over_k_plus_tolerance_on_any_row(attacked: dict[str, Any]) -> None:
+    """Issue 34, done when (rows): on every attacked person's row (300 drawn among the rows with a suppressed
+    key, 100 among all; a fresh draw each run) at most 1/k + the stated tolerance."""
+    bound = attacked["stated"]["posterior_bound"]
+    k, tol = attacked["k"], attacked["stated"]["row_posterior"]["tolerance"]
+    assert bound["row_bound"] == pytest.approx(1 / k + tol)
     row = attacked["row"]
-    # on every sampled person's row: at most the stated largest posterior (the reference attacker's)
-    assert row.max() <= stated["max_row_posterior"] + tol
-    # people above 1/k + tolerance: on the suppressed sample (75 % of it) at most the stated share of all
-    # users divided by the suppressed users' share, with a binomial allowance of 3 standard errors
-    result = attacked["result"]
-    n_supp = attacked["stated"]["row_posterior"]["n_suppressed_rows"]
-    p_stated_supp = min(1.0, stated["share_above_1_over_k_plus_tolerance"] * result.protected.height / n_supp)
-    above = float(np.mean(row[:150] > 1 / k + tol))
-    assert above <= p_stated_supp + 3 * np.sqrt(p_stated_supp * (1 - p_stated_supp) / 150) + 1e-9
-    # a person none of whose keys was suppressed is not told apart at all: exactly 1/g <= 1/k on the own row
-    # (rows drawn at random are mostly unsuppressed; those are checked through the reference measure below)
+    assert row.size == 400
+    assert row.max() <= 1 / k + tol, f"{int(np.sum(row > 1 / k + tol))} rows above, largest {row.max():.3f}"
+    assert attacked["stated"]["row_posterior"]["n_above_1_over_k_plus_tolerance"] == 0
+    assert attacked["stated"]["row_posterior"]["max_row_posterior"] <= 1 / k + tol
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 34 not met for cells: the posterior pass bounds the reference and the population attacker, but the "
+    "adult-test attacker reads ~1,700 of ~8,900 suppressed rows above their bound (by up to 0.18)"))
+def test_split_attacker_puts_at_most_the_stated_bound_on_any_suppressed_cell(attacked: dict[str, Any]) -> None:
+    """Issue 34, done when (cells): on every released row with a suppressed key, the split attacker's posterior
+    of the hidden values, together and of each hidden cell alone, is at most the bound the report states."""
+    bound = attacked["stated"]["posterior_bound"]
+    cell, excess = attacked["cell"], attacked["excess"]
+    assert cell.size == attacked["stated"]["row_posterior"]["n_suppressed_rows"] >= 1000
+    k, tol = attacked["k"], attacked["stated"]["row_posterior"]["tolerance"]
+    assert bound["cell_bound"] == pytest.approx(1 - 1 / k)  # the documented default
+    # a column's bound is raised above 1 - 1/k only to its commonest value's share + tolerance, counted here
+    adult = attacked["result"].known
+    for c, b in bound["column_bounds"].items():
+        top = adult[c].cast(pl.String).value_counts()["count"].max() / adult.height
+        assert b == pytest.approx(max(1 - 1 / k, min(1.0, top + tol)))
+    assert excess.max() <= 0, f"{int(np.sum(excess > 0))} rows above their bound, by up to {excess.max():.3f}"
 
 
 @pytest.mark.slow
 def test_suppressed_cells_read_no_better_than_stated(attacked: dict[str, Any]) -> None:
     stated = attacked["stated"]["row_posterior"]
     cell, right = attacked["cell"], attacked["right"]
-    assert cell.size >= 150
     # the split attacker's guesses of a suppressed value are right no more often than it believes (calibrated
     # to within sampling error), and no more often than the reference attacker's
     assert right.mean() <= cell.mean() + 3 * np.sqrt(0.25 / cell.size)
@@ -218,3 +255,4 @@ def test_the_likelihood_ratio_bound_is_never_below_the_exact_posterior() -> None
         below_weaker |= bool(post.max() > ratio / (ratio + g - 1) + 1e-9)
     assert worst_ratio > 0.5  # the bound is not vacuous on these groups
     assert below_weaker  # a bound with L instead of L^2 would be wrong
+

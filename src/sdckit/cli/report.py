@@ -159,7 +159,7 @@ def _print_verdict(result: object) -> None:
         from sdckit.report._release_check import posterior_text
 
         colour = "green" if result.posterior_within_budget else "bold red"
-        text_p = posterior_text(result.posterior, result.config.budget, measure.exposure_at_k)
+        text_p = posterior_text(result.posterior, result.config.budget, measure.exposure_at_k, result.posterior_pass)
         stdout.print(f"[{colour}]{escape(text_p)}[/]", highlight=False)
     if result.within_budget:  # the attacks showing risk without a budget: a warning, not a refusal
         colour = "bold yellow" if measure.attacks_show_risk else "green"

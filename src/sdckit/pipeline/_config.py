@@ -358,6 +358,13 @@ class PipelineConfig(_Strict):
     attacker_knows: Columns | None = None
     """Released columns a wider attacker may know besides the keys: the headline is shown again for
     keys plus these (the report's scenarios), so a reviewer sees what a wrong choice of keys costs."""
+    posterior_pass: Flag = False
+    """After the steps, suppress the released non-key values (and, where they do not suffice, one more key)
+    of every released group where the attacker who reads every released column puts more than 1/k + 0.05
+    on a person's row or more than ``posterior_bound`` on a suppressed cell (docs/anonymize.md)."""
+    posterior_bound: Annotated[float, Field(strict=False, gt=0.0, lt=1.0)] | None = None
+    """The bound on the posterior of a suppressed cell that the posterior pass enforces and the report
+    states (default 1 - 1/k: the attacker's best guess of a hidden value is wrong at least 1/k of the time)."""
     allow_over_budget: Flag = False
     """Write the protected data even when the release is over budget (the summary says so in red)."""
     attacks: AttackSection = Field(default_factory=AttackSection)
@@ -560,6 +567,8 @@ class PipelineConfig(_Strict):
             "linked_threshold": self.linked_threshold,
             "linked_as": self.linked_as,
             "attacker_knows": list(self.attacker_knows or ()),
+            "posterior_pass": self.posterior_pass,
+            "posterior_bound": self.posterior_bound,
             "allow_over_budget": self.allow_over_budget,
             "attacks": self.attacks.model_dump(),
             "allow_linear_relations": self.allow_linear_relations,

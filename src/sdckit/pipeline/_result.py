@@ -72,6 +72,9 @@ class PipelineResult:
     posterior: Any = None
     """The attacker's posterior on each person's row given every released column
     (:class:`sdckit.risk._measures._posterior.RowPosterior`); None when not measured."""
+    posterior_pass: dict[str, Any] | None = None
+    """What the posterior pass suppressed and the bounds that hold after it
+    (:meth:`sdckit.risk._measures._posterior_pass.PosteriorPass.to_dict`); None when it did not run."""
 
     @property
     def posterior_within_budget(self) -> bool:

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -43,6 +44,7 @@ from sdckit.plan import plan_release
 from sdckit.risk import Marginals
 from sdckit.risk._measures._attacks import AttackSettings
 from sdckit.risk._measures._posterior import row_posterior
+from sdckit.risk._measures._posterior_pass import PosteriorPassError, suppress_posterior
 from sdckit.risk._measures._release import measure_release
 
 __all__ = ["SUPPRESSED", "PipelineResult", "StepLog", "guess_columns", "merge_small_strata", "run_pipeline", "write_outputs"]
@@ -193,6 +195,20 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     if entity is not None and entity not in input_columns:
         input_columns = (*input_columns, entity)
     known_qis = known.select([c for c in known.columns if c in set(qis) | {weight}])
+    categorical = set(roles.categorical)
+    masked_numeric = [
+        c for c in masked
+        if c in protected.columns and frame.schema[c].is_numeric() and protected.schema[c].is_numeric() and c not in categorical
+    ]  # a recoded age (bands) is a category now
+    # the household id is a fresh random number: it says who lives together (household risk), not who a row is
+    features = [c for c in protected.columns if c not in {*qis, weight, entity}]
+    if config.posterior_pass and known_qis.height == protected.height:
+        tick(description="Suppressing what the other columns reveal")
+        protected, log = _posterior_pass(config, protected, known_qis, qis, features, masked_numeric)
+        logs.append(log)
+        pass_figures: dict[str, Any] | None = log.details
+    else:
+        pass_figures = None
     tick(description="Measuring the release")
     sensitive = list(config.sensitive or ())
     input_measure = measure_release(
@@ -200,11 +216,6 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         sensitive=sensitive, missing_semantics=config.missing_semantics, weights=weight,
         categorical=roles.categorical, entity=entity,
     )
-    categorical = set(roles.categorical)
-    masked_numeric = [
-        c for c in masked
-        if c in protected.columns and frame.schema[c].is_numeric() and protected.schema[c].is_numeric() and c not in categorical
-    ]  # a recoded age (bands) is a category now
     release_measure = measure_release(
         protected, quasi_identifiers=qis, k=config.k, budget=config.budget, sensitive=sensitive,
         original=frame, masked=sorted(masked_numeric, key=list(frame.columns).index),
@@ -214,9 +225,7 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
     )
     # the attacker's posterior on each person's row given every released column (aligned: before the shuffle)
     posterior = row_posterior(
-        protected, known_qis, list(qis), k=config.k,
-        # the household id is a fresh random number: it says who lives together (household risk), not who a row is
-        features=[c for c in protected.columns if c not in {*qis, weight, entity}], masked=masked_numeric,
+        protected, known_qis, list(qis), k=config.k, features=features, masked=masked_numeric,
     ) if known_qis.height == protected.height else None
     scenarios = [scenario("the quasi-identifiers (the headline)", protected, known_qis, qis, config.k)]
     wider = [c for c in (config.attacker_knows or ()) if c in protected.columns and c not in qis]
@@ -243,8 +252,32 @@ def run_pipeline(config: PipelineConfig, *, advance: Advance | None = None, repo
         not_released=not_released, input_measure=input_measure, release_measure=release_measure,
         relations=relations, source_name=source_name, input_frame=frame, n_dropped=n_dropped,
         numeric_guessed=numeric_guessed, labels=labels, known=known_qis, row_order=order,
-        linked=linked, scenarios=tuple(scenarios), posterior=posterior,
+        linked=linked, scenarios=tuple(scenarios), posterior=posterior, posterior_pass=pass_figures,
     )
+
+
+def _posterior_pass(
+    config: PipelineConfig, protected: pl.DataFrame, known: pl.DataFrame, qis: Sequence[str], features: Sequence[str],
+    masked: Sequence[str],
+) -> tuple[pl.DataFrame, StepLog]:
+    """After the steps: suppress the released values that carry a posterior above its bound
+    (:func:`sdckit.risk._measures._posterior_pass.suppress_posterior`), logged as a step of its own."""
+    base = config.step_seed
+    try:
+        done = suppress_posterior(
+            protected, known, list(qis), k=config.k, features=features, masked=masked,
+            cell_bound=config.posterior_bound, seed=None if base is None else base + len(config.steps) + 2,
+        )
+    except PosteriorPassError as err:
+        raise ConfigError(f"{config.source}: the posterior pass: {err}") from None
+    cells = done.n_cells
+    total = protected.height * max(protected.width, 1)
+    log = StepLog(
+        kind="posterior_pass", columns=tuple(done.cells),
+        details={**done.to_dict(), "suppressed_cells": cells, "information_loss": 100.0 * cells / total},
+        description=done.describe(),
+    )
+    return done.release, log
 
 
 def _check_households_whole(frame: pl.DataFrame, roles: Roles, where: str) -> None:

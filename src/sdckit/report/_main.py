@@ -206,7 +206,7 @@ def _summary_section(sections: Sequence[Section], result: PipelineResult) -> Sec
         ),
         alert(headline) if not release.within_budget or release.attacks_show_risk else paragraph(headline),
         *([(paragraph if result.posterior_within_budget else alert)(
-            posterior_text(result.posterior, config.budget, release.exposure_at_k))] if result.posterior is not None else []),
+            posterior_text(result.posterior, config.budget, release.exposure_at_k, result.posterior_pass))] if result.posterior is not None else []),
         *warning_blocks(release.warnings),
         *[paragraph(line) for line in lines],
         paragraph(
@@ -292,6 +292,7 @@ def build_report(
             linked=result.linked,
             scenarios=result.scenarios,
             posterior=result.posterior,
+            posterior_pass=result.posterior_pass,
         )
     )
     if verified_on is not None:

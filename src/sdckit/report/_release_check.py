@@ -195,6 +195,7 @@ def release_check_section(
     linked: Any = None,
     scenarios: Sequence[Any] = (),
     posterior: Any = None,
+    posterior_pass: Mapping[str, Any] | None = None,
 ) -> Section:
     """Section 'Input and release, side by side'."""
     posterior_ok = posterior is None or release.exposure_at_k + posterior.share_above <= release.budget + 1e-12
@@ -233,7 +234,7 @@ def release_check_section(
     )
     text = verdict(release, allow_over_budget)
     if posterior is not None:
-        text += " " + posterior_text(posterior, release.budget, release.exposure_at_k)
+        text += " " + posterior_text(posterior, release.budget, release.exposure_at_k, posterior_pass)
         if release.within_budget and not posterior_ok:
             text = "NOT SAFE TO RELEASE: " + text + (
                 " The data file was written anyway (allow_over_budget: true)." if allow_over_budget
@@ -247,6 +248,7 @@ def release_check_section(
     section.data["rows_shuffled"] = shuffled
     section.data["linked"] = linked.to_dict() if linked is not None else None
     section.data["row_posterior"] = posterior.to_dict() if posterior is not None else None
+    section.data["posterior_bound"] = dict(posterior_pass) if posterior_pass is not None else None
     section.data["scenarios"] = [s.to_dict() for s in scenarios]
     section.add(alert(text) if not within or bool(release.attacks_show_risk) or reproducible or not shuffled else paragraph(text))
     section.add(paragraph(assumed_attacker(release, linked)))
@@ -346,10 +348,24 @@ def release_check_section(
     return section
 
 
-def posterior_text(posterior: Any, budget: float, exposure: float = 0.0) -> str:
-    """The attacker's posterior on a person's row given every released column, against the budget."""
+def posterior_text(posterior: Any, budget: float, exposure: float = 0.0, bound: Mapping[str, Any] | None = None) -> str:
+    """The attacker's posterior on a person's row given every released column, against the budget; with
+    ``bound`` (the posterior pass's figures), the bounds that hold for every row and every suppressed cell."""
     k, tol = posterior.k, posterior.tolerance
     d = posterior.to_dict()
+    if bound is not None:
+        return (
+            f"{bound['description']} So, reading every released column ({', '.join(posterior.features) or 'none beside the keys'}), "
+            f"an attacker who knows a person's keys and the population's law of the keys and the other columns puts at most "
+            f"{bound['row_bound']:.3g} (1/k + {tol:g}) on any person's own row in a group of at least {k} (at most "
+            f"{bound['max_row_posterior']:.3f} in this release) and at most {bound['cell_bound']:.3g}, or its column's "
+            f"commonest share + {tol:g} where that is larger, on a suppressed cell (at most "
+            f"{bound['max_cell_posterior']:.3f} here; {d['mean_cell_posterior']:.2f} on average): computed on this "
+            "release after the pass. The row bound is also checked by a simulated attacker with a model from separate "
+            "data; the cell bound is not yet met by that attacker (docs/anonymize.md). Exposure at k plus the people "
+            "above the row bound: "
+            f"{_pct(exposure + posterior.share_above)}; the budget allows {_pct(budget)}."
+        )
     cells = (
         f" On the {d['n_suppressed_rows']:,} rows with a suppressed key, the attacker's most probable hidden value "
         f"has posterior {d['mean_cell_posterior']:.2f} on average and at most {d['max_cell_posterior']:.2f} (exact for "

@@ -76,6 +76,8 @@ class RowPosterior:
     """Per such row, whether that most probable value is the true one."""
     group_sizes: np.ndarray | None = None
     """Per person, the rows identical on the keys to the person's own released row (None: not given)."""
+    cell_rows: np.ndarray | None = None
+    """Per entry of ``cell_posterior``, its released row (None: not given)."""
 
     @property
     def exposed(self) -> np.ndarray:
@@ -190,6 +192,7 @@ def row_posterior(
     denom = np.zeros(n)
     cell_post: list[np.ndarray] = []
     cell_right: list[np.ndarray] = []
+    cell_rows: list[np.ndarray] = []
     patterns = hidden.with_row_index("__row").group_by(keys).agg(pl.col("__row"))
     for row in patterns.iter_rows(named=True):
         hid = [c for c in keys if row[c]]
@@ -239,6 +242,7 @@ def row_posterior(
         ).join(truth.with_columns(h).with_row_index("__row").select("__row", "__h"), on="__row")
         cell_post.append(best["__p"].to_numpy())
         cell_right.append((best["__best"] == best["__h"]).to_numpy())
+        cell_rows.append(best["__row"].to_numpy())
     own = np.where(own_consistent, own, 0.0)  # a row that does not show its person's keys is not read as theirs
     posterior = np.divide(own, denom, out=np.zeros(n), where=denom > 0)
     sizes = release.select(pl.len().over(keys).alias("__g"))["__g"].to_numpy().astype(np.int64)
@@ -247,4 +251,5 @@ def row_posterior(
         np.concatenate(cell_post) if cell_post else np.zeros(0),
         np.concatenate(cell_right) if cell_right else np.zeros(0, bool),
         sizes,
+        np.concatenate(cell_rows).astype(np.int64) if cell_rows else np.zeros(0, np.int64),
     )

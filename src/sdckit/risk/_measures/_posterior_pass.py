@@ -1,0 +1,330 @@
+"""Suppress what carries the posterior: the pass that makes the release's posterior figures bounds.
+
+:func:`~sdckit.risk._measures._posterior.row_posterior` measures what an attacker who knows a person's
+keys and reads every released column puts on the person's row and on each suppressed cell. This pass
+runs after the masking steps, before the release is measured and written, and changes the release
+until, for every person and every released row with a suppressed key:
+
+* row:  the reference attacker's posterior on the person's own row is at most 1/k + ``tolerance``
+  (people in a group of fewer than k identical rows are the headline's, not this pass's);
+* cell: the posterior of the row's hidden key values (together) is at most ``cell_bound``, for two
+  attackers: the reference one (the law within the released groups of each suppression pattern) and
+  the *population* one (the law P(h | shown keys, y) of the whole input, as a model learnt from other
+  data of the same population would estimate it; a row whose non-key values are suppressed reads
+  P(h | shown keys)).
+
+How. A row that breaks either rule has the released non-key values the attacker reads (``features``)
+set to missing in *every* row of its released group (the rows identical on the keys): the rows of the
+group are then identical on every column the attacker reads, so they are exchangeable and the
+posterior on any of them is at most 1/g <= 1/k (docs/anonymize.md, "What the other columns tell":
+L = 1). A cell still above ``cell_bound`` once its group shows no non-key value is carried by the
+shown keys themselves; one more key, drawn at random among the shown ones (OS entropy unless
+``seed``), is suppressed in every row of the group, which only merges groups (k-anonymity holds).
+The posteriors are recomputed after each round; after ``max_rounds`` rounds (default: keys + 2) with a row or a
+cell still above, the pass refuses (:class:`PosteriorPassError`).
+
+Pure logic, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from sdckit.errors import SdcError
+from sdckit.risk._measures._posterior import POSTERIOR_TOLERANCE, RowPosterior, _features, row_posterior
+
+__all__ = ["PosteriorPass", "PosteriorPassError", "default_cell_bound", "population_cell_posterior", "suppress_posterior"]
+
+_MISSING = "\x00missing"
+
+
+class PosteriorPassError(SdcError, ValueError):
+    """The pass could not bring every row and suppressed cell under its bound in its rounds."""
+
+
+def column_bounds(known: pl.DataFrame, keys: Sequence[str], bound: float, tolerance: float) -> dict[str, float]:
+    """Per key, max(``bound``, share of its commonest value in ``known`` + ``tolerance``), capped at 1."""
+    out: dict[str, float] = {}
+    for c in keys:
+        counts = known[c].cast(pl.String).fill_null(_MISSING).value_counts()["count"].to_numpy()
+        top = float(counts.max()) / known.height if known.height else 0.0
+        out[c] = min(1.0, max(bound, top + tolerance))
+    return out
+
+
+def default_cell_bound(k: int) -> float:
+    """The default bound on a suppressed cell's posterior: 1 - 1/k.
+
+    The row rule says the attacker picks the person's row with probability at most about 1/k; the
+    matching rule for a hidden value is that the attacker's best guess of it is wrong with
+    probability at least 1/k (at k = 5: a guess is at most 80 % sure), the guarantee the hidden
+    value of a person had in a group of k with at least one other value."""
+    return 1.0 - 1.0 / k
+
+
+@dataclass(frozen=True)
+class PosteriorPass:
+    """What the pass did and the posteriors that hold after it."""
+
+    release: pl.DataFrame
+    """The release after the pass (aligned with the input row for row, like its argument)."""
+    posterior: RowPosterior
+    """The reference attacker's posteriors on the release after the pass."""
+    population_cell: np.ndarray
+    """Per released row, the population attacker's posterior of its hidden keys (NaN: none hidden)."""
+    cells: dict[str, int] = field(default_factory=dict)
+    """Per column, the cells the pass set to missing."""
+    rows: int = 0
+    """Released rows the pass changed."""
+    rounds: int = 0
+    k: int = 2
+    tolerance: float = POSTERIOR_TOLERANCE
+    cell_bound: float = 0.5
+    bare_rows: int = 0
+    """Rows of groups that hide every key yet read a hidden value above its bound (the group's own make-up
+    carries it; nothing is left to hide): their posterior is in ``max_cell_posterior``, not under the bound."""
+    column_bounds: dict[str, float] = field(default_factory=dict)
+    """Per key, the bound on the posterior of one of its suppressed cells: the larger of ``cell_bound`` and
+    the share of the key's commonest value in the input + ``tolerance`` (no release hides a value better
+    than the population does: a suppressed native-country is "United-States" for 90 % of people)."""
+
+    @property
+    def row_bound(self) -> float:
+        return 1.0 / self.k + self.tolerance
+
+    @property
+    def max_row_posterior(self) -> float:
+        """The largest posterior on a person's own row among people in groups of at least k."""
+        p = self.posterior
+        keep = p.group_sizes >= self.k if p.group_sizes is not None else np.ones(p.posterior.size, bool)
+        return float(p.posterior[keep].max()) if keep.any() else 0.0
+
+    @property
+    def max_cell_posterior(self) -> float:
+        """The largest posterior of a row's hidden keys, of either attacker."""
+        ref = float(self.posterior.cell_posterior.max()) if self.posterior.cell_posterior.size else 0.0
+        pop = self.population_cell[np.isfinite(self.population_cell)]
+        return max(ref, float(pop.max()) if pop.size else 0.0)
+
+    @property
+    def n_cells(self) -> int:
+        return int(sum(self.cells.values()))
+
+    def _raised(self) -> str:
+        up = {c: b for c, b in self.column_bounds.items() if b > self.cell_bound + 1e-12}
+        return ", ".join(f"{c} {b:.3g}" for c, b in up.items()) or "none"
+
+    def describe(self) -> str:
+        if not self.n_cells:
+            return (f"No cell needed suppressing: no row's posterior exceeds 1/k + {self.tolerance:g} = {self.row_bound:.3g} "
+                    f"and no suppressed cell's exceeds {self.cell_bound:.3g} (or its column's commonest share + "
+                    f"{self.tolerance:g}: {self._raised()}).")
+        cols = ", ".join(f"{n:,} of {c}" for c, n in self.cells.items() if n)
+        return (f"{self.n_cells:,} cells ({cols}) in {self.rows:,} rows suppressed so that no row's posterior exceeds "
+                f"1/k + {self.tolerance:g} = {self.row_bound:.3g} (now at most {self.max_row_posterior:.3f}) and no suppressed "
+                f"cell's exceeds {self.cell_bound:.3g} or, above it, its column's commonest share + {self.tolerance:g} "
+                f"({self._raised()}){self._bare()}; {self.rounds} round(s).")
+
+    def _bare(self) -> str:
+        if not self.bare_rows:
+            return ""
+        return (f", except {self.bare_rows:,} rows of groups that hide every key (the group's make-up alone reads a hidden "
+                f"value above its bound; at most {self.max_cell_posterior:.3f})")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cells": dict(self.cells), "n_cells": self.n_cells, "rows": self.rows, "rounds": self.rounds,
+            "row_bound": self.row_bound, "cell_bound": self.cell_bound, "column_bounds": dict(self.column_bounds),
+            "max_row_posterior": self.max_row_posterior, "max_cell_posterior": self.max_cell_posterior,
+            "bare_rows_above_cell_bound": self.bare_rows,
+            "description": self.describe(),
+        }
+
+
+def population_cell_posterior(
+    release: pl.DataFrame,
+    known: pl.DataFrame,
+    keys: Sequence[str],
+    features: Sequence[str],
+    *,
+    masked: Sequence[str] = (),
+    bins: int = 3,
+    smoothing: float = 1.0,
+    bounds: dict[str, float] | None = None,
+) -> np.ndarray:
+    """Per released row (aligned with ``known``), the posterior of the row's hidden keys under the law of
+    the whole input: max over h of P(h | s, y) / sum over h' of P(h' | s, y), h ranging over the hidden
+    values seen with the shown keys s,
+
+        P(h | s, y) = (n(s, y, h) + a P(h | s)) / (n(s, y) + a),  P(h | s) = (n(s, h) + 1/m) / (n(s) + 1),
+
+    the counts over every person (true keys; y: the non-key values of the person's released row, read as
+    :func:`row_posterior` reads them), a = ``smoothing``. A row whose features are all missing reads
+    P(h | s) (the people whose features are suppressed are left out of the y counts: a suppressed y says
+    nothing an attacker's outside model could know). NaN for a row with no hidden key.
+
+    The counts leave out the row's own released group (a model learnt on other people, whose rare
+    combinations are not the target's), and h ranges over every hidden value seen with the pattern's hidden
+    keys. Per row, the largest posterior of one hidden cell (the joint summed over the row's other hidden
+    cells); with ``bounds`` ({column: bound}), the largest excess of a cell's posterior over its column's
+    bound instead (above 0: above the bound)."""
+    keys = [c for c in keys if c in release.columns and c in known.columns]
+    feats = [c for c in features if c in release.columns and c not in keys]
+    n = release.height
+    out = np.full(n, np.nan)
+    if not keys or n == 0:
+        return out
+    truth = known.select([pl.col(c).cast(pl.String).fill_null(_MISSING) for c in keys])
+    y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
+    blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
+             if feats else np.zeros(n, bool))
+    hidden = release.select([pl.col(c).is_null() for c in keys])
+    patterns = hidden.with_row_index("__row").group_by(keys).agg(pl.col("__row"))
+    people = truth.with_columns(y.alias("__y"), pl.Series("__blank", blank))
+    for row in patterns.iter_rows(named=True):
+        hid = [c for c in keys if row[c]]
+        if not hid:
+            continue
+        shown = [c for c in keys if not row[c]]
+        h = pl.concat_str([pl.col(c) for c in hid], separator="\x1f").alias("__h")
+        pop = people.with_columns(h)
+        # the released group of a row of this pattern: the pattern's rows with its shown keys; left out of the
+        # counts, as from a model learnt on other people (whose rare combinations are not the target's)
+        own = pop[np.asarray(row["__row"], np.int64)]
+        n_sh = _minus(pop.group_by([*shown, "__h", *hid]).len("__nsh"), own.group_by([*shown, "__h", *hid]).len("__nsh"),
+                      [*shown, "__h", *hid], "__nsh")
+        n_s = _minus(pop.group_by(shown).len("__ns") if shown else pop.select(pl.len().alias("__ns")),
+                     own.group_by(shown).len("__ns") if shown else own.select(pl.len().alias("__ns")), shown, "__ns")
+        m = n_sh.filter(pl.col("__nsh") > 0).group_by(shown).agg(pl.col("__h").n_unique().alias("__m")) if shown else \
+            n_sh.filter(pl.col("__nsh") > 0).select(pl.col("__h").n_unique().alias("__m"))
+        n_s = n_s.join(m, on=shown, how="left") if shown else n_s.join(m, how="cross")
+        seen, own_seen = pop.filter(~pl.col("__blank")), own.filter(~pl.col("__blank"))
+        n_syh = _minus(seen.group_by([*shown, "__y", "__h"]).len("__nsyh"), own_seen.group_by([*shown, "__y", "__h"]).len("__nsyh"),
+                       [*shown, "__y", "__h"], "__nsyh")
+        n_sy = _minus(seen.group_by([*shown, "__y"]).len("__nsy"), own_seen.group_by([*shown, "__y"]).len("__nsy"),
+                      [*shown, "__y"], "__nsy")
+        rows = pl.DataFrame({"__row": np.asarray(row["__row"], np.int64)}).with_columns(
+            pl.Series("__y", y.to_numpy()[row["__row"]]), pl.Series("__blank", blank[row["__row"]]),
+            *[pl.Series(c, truth[c].to_numpy()[row["__row"]]) for c in shown])
+        # every hidden value seen in the input with this pattern's hidden keys, each with its smoothed prior
+        options = pop.select(["__h", *hid]).unique()
+        cand = rows.join(options, how="cross")
+        cand = cand.join(n_sh.select([*shown, "__h", "__nsh"]), on=[*shown, "__h"], how="left")
+        cand = cand.join(n_s, on=shown, how="left") if shown else cand.join(n_s, how="cross")
+        cand = cand.join(n_syh, on=[*shown, "__y", "__h"], how="left").join(n_sy, on=[*shown, "__y"], how="left")
+        n_options = options.height
+        prior = (pl.col("__nsh").fill_null(0) + 1.0 / n_options) / (pl.col("__ns").fill_null(0) + 1.0)
+        cand = cand.with_columns(
+            pl.when(pl.col("__blank")).then(prior)
+            .otherwise((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing))
+            .alias("__score"))
+        total = cand.group_by("__row").agg(pl.col("__score").sum().alias("__t"))
+        # the hidden values together, and each hidden cell alone (the joint summed over the row's other hidden cells)
+        best = total.select("__row").with_columns(pl.lit(-np.inf).alias("__b"))
+        for c in hid:
+            less = 0.0 if bounds is None else bounds[c]
+            one = cand.group_by(["__row", c]).agg(pl.col("__score").sum().alias("__s")).group_by("__row").agg(
+                pl.col("__s").max().alias("__c")).join(total, on="__row").with_columns(
+                (pl.col("__c") / pl.col("__t") - less).alias("__c")).select("__row", "__c")
+            best = best.join(one, on="__row").with_columns(pl.max_horizontal("__b", "__c").alias("__b")).drop("__c")
+        out[best["__row"].to_numpy()] = best["__b"].to_numpy()
+    return out
+
+
+def _minus(total: pl.DataFrame, part: pl.DataFrame, on: list[str], name: str) -> pl.DataFrame:
+    """Counts ``total`` less the counts ``part`` (same keys ``on``; a key missing in ``part`` counts 0)."""
+    if not on:
+        return total.with_columns((pl.col(name) - part[name][0]).alias(name))
+    return total.join(part.rename({name: "__part"}), on=on, how="left").with_columns(
+        (pl.col(name) - pl.col("__part").fill_null(0)).alias(name)).drop("__part")
+
+
+def suppress_posterior(
+    release: pl.DataFrame,
+    known: pl.DataFrame,
+    keys: Sequence[str],
+    *,
+    k: int,
+    features: Sequence[str],
+    masked: Sequence[str] = (),
+    bins: int = 3,
+    tolerance: float = POSTERIOR_TOLERANCE,
+    cell_bound: float | None = None,
+    max_rounds: int | None = None,
+    seed: int | None = None,
+) -> PosteriorPass:
+    """Suppress the released values that carry a posterior above its bound (see the module).
+
+    ``release`` and ``known`` are aligned row for row (released row i is person i's); ``known`` holds the
+    people's true keys (after the public recodings). Returns the changed release and the posteriors that
+    now hold; raises :class:`PosteriorPassError` when ``max_rounds`` rounds leave one above."""
+    keys = [c for c in keys if c in release.columns and c in known.columns]
+    feats = [c for c in features if c in release.columns and c not in keys]
+    bound = default_cell_bound(k) if cell_bound is None else float(cell_bound)
+    bounds = column_bounds(known, keys, bound, tolerance)
+    # a round blanks the non-key values or hides one more key of a group: a group needs at most one round for its
+    # non-key values and one per key
+    rounds_allowed = len(keys) + 2 if max_rounds is None else max_rounds
+    rng = np.random.default_rng(seed)
+    start = release
+    n = release.height
+    touched = np.zeros(n, bool)
+    bare = np.zeros(n, bool)  # rows of groups that hide every key and are still read above the bound
+    rounds = 0
+    while True:
+        post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
+        excess = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, bounds=bounds)
+        cell = np.full(n, np.nan)
+        if post.cell_rows is not None and post.cell_rows.size:
+            hidden_bound = release.select(pl.max_horizontal([
+                pl.when(pl.col(c).is_null()).then(pl.lit(bounds[c])).otherwise(pl.lit(0.0)) for c in keys]))
+            cell[post.cell_rows] = post.cell_posterior - hidden_bound.to_series().to_numpy()[post.cell_rows]
+        cell = np.fmax(cell, excess)  # above 0: a cell read above its column's bound
+        bad_row = post.exposed
+        bad_cell = (np.nan_to_num(cell, nan=-1.0) > 1e-12) & ~bare
+        if not (bad_row.any() or bad_cell.any()):
+            break
+        if rounds >= rounds_allowed:
+            raise PosteriorPassError(
+                f"after {rounds} rounds of suppression, {int(bad_row.sum()):,} people still have a posterior above 1/k + "
+                f"{tolerance:g} = {1 / k + tolerance:.3g} on their own row and {int(bad_cell.sum()):,} rows a hidden value "
+                f"read above its bound (posterior_bound {bound:.3g} or its column's commonest share + {tolerance:g}); raise posterior_bound, release fewer non-key columns, or "
+                "recode the keys more coarsely."
+            )
+        rounds += 1
+        group = release.select(pl.struct([pl.col(c).cast(pl.String) for c in keys]).rank("dense").alias("__g"))["__g"].to_numpy()
+        blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
+                 if feats else np.ones(n, bool))
+        # a row above either bound whose group still shows non-key values: blank the group's non-key values
+        show = (bad_row | bad_cell) & ~blank
+        blank_groups = np.isin(group, np.unique(group[show]))
+        # a cell above its bound in a group that shows no non-key value: the shown keys carry it; hide one more
+        deeper = bad_cell & blank
+        changes: dict[str, np.ndarray] = {}
+        if blank_groups.any():
+            for c in feats:
+                changes[c] = blank_groups
+        for g in np.unique(group[deeper]):
+            members = group == g
+            first = int(np.flatnonzero(members)[0])
+            shown = [c for c in keys if release[c][first] is not None]
+            if not shown:  # nothing left to hide: the group's own make-up carries it; stated, not hidden
+                bare |= members
+                continue
+            c = shown[int(rng.integers(len(shown)))]
+            changes[c] = changes.get(c, np.zeros(n, bool)) | members
+        touched |= np.logical_or.reduce(list(changes.values())) if changes else False
+        release = release.with_columns([
+            pl.when(pl.Series(mask)).then(None).otherwise(pl.col(c)).alias(c) for c, mask in changes.items()
+        ])
+    cells = {c: int((release[c].is_null() & ~start[c].is_null()).sum()) for c in release.columns}
+    pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
+    return PosteriorPass(
+        release=release, posterior=post, population_cell=pop, column_bounds=bounds, cells={c: v for c, v in cells.items() if v},
+        rows=int(touched.sum()), rounds=rounds, bare_rows=int(bare.sum()), k=k, tolerance=tolerance, cell_bound=bound,
+    )
