@@ -217,7 +217,7 @@ def test_sdckit_run_round_trips_a_survey_file(tmp_path: Path, ending: str) -> No
     pipeline = tmp_path / "release.yml"
     pipeline.write_text(
         f"input: survey{ending}\nquasi_identifiers: [{', '.join(KEYS)}]\nweight: [sampling_weight]\n"
-        f"keep: [age, income]\nk: 3\nshuffle_rows: false\nsteps:\n  - local_suppression: {{k: 3}}\n"
+        f"keep: [age, income]\nk: 3\nshuffle_rows: false\nposterior_pass: true\nsteps:\n  - local_suppression: {{k: 3}}\n"
         f"output: {{data: release{ending}, report: report.html}}\n",
         encoding="utf-8",
     )

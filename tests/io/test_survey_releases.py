@@ -201,6 +201,17 @@ def test_consistent_counts_across_a_category_read_back_as_numbers() -> None:
     assert got.tolist() == brute
 
 
+def test_consistent_counts_across_codes_kept_as_text_and_read_back_as_numbers() -> None:
+    """A labelled code kept as text in memory ("1.0") and read back from the file as the number 1.0 is
+    one value (before: every person had 0 consistent rows in the written .sav, which was refused)."""
+    from sdckit.risk._measures._release import consistent_counts
+
+    release = pl.DataFrame({"a": [1.0, 1.0, None, -9.0, 2.0]})
+    known = pl.DataFrame({"a": ["1.0", "1.0", "2.0", "-9.0", "2.0"]})
+    # by hand: a missing released cell is consistent with anyone; 1.0 with the two "1.0"s, and so on
+    assert consistent_counts(release, known, ["a"]).tolist() == [3, 3, 2, 2, 2]
+
+
 def test_stata_release_with_text_keys_recounts_its_missing_cells(tmp_path: Path) -> None:
     """An empty Stata string is missing (Stata's missing text): a suppressed text cell, written as "",
     reads back missing, so the file measures as the release did (before: 255 against 282 missing cells)."""

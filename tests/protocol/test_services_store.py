@@ -17,8 +17,9 @@ import pytest
 from sdckit.protocol import CollectionSpec, unpack_batch
 from sdckit.protocol.services import ServiceConfig, ShufflerStore
 from sdckit.protocol.services._common import EventCounter
-from sdckit.protocol.services._pgstore import PostgresShufflerStore, open_shuffler_store
+from sdckit.protocol.services._pgstore import CLAIM_SECONDS, PostgresShufflerStore, open_shuffler_store
 from sdckit.protocol.services._shuffler import Registered, _Forwarder
+from sdckit.protocol.services._store import PoolingElsewhereError
 
 Opener = Callable[[str], ShufflerStore]
 
@@ -151,6 +152,11 @@ def test_a_retry_after_a_crash_between_spend_and_pool_is_pooled_not_lost(
     a._spend("c", 1, ids, body)  # a committed the spend, then died before its pool commit
     assert a.stats("c", 1)["pooled"] == 0
     assert b.spent_status("c", 1, ids, body) == "retry"  # the device's retry reaches b
+    # within CLAIM_SECONDS of a's spend b cannot tell a crash from a pooling in progress: 503, retry later
+    with pytest.raises(PoolingElsewhereError):
+        b.add("c", 1, [b"m1", b"m2"], users=2, spend=ids, body=body)
+    with a._pool.connection() as con:  # the claim's time passes (a died)
+        con.execute("UPDATE shuffler_spent SET claimed_at = claimed_at - make_interval(secs => %s)", (CLAIM_SECONDS + 1,))
     assert b.add("c", 1, [b"m1", b"m2"], users=2, spend=ids, body=body) == 2
     assert b.stats("c", 1)["pooled"] == 2
     assert b.users("c", 1) == 2

@@ -167,6 +167,9 @@ def _print_verdict(result: object) -> None:
         return
     if measure.within_budget:  # over budget by the posterior only
         stdout.print("[bold red]NOT SAFE TO RELEASE: the released columns beside the keys single people out (above).[/]")
+        if not result.config.posterior_pass:
+            stdout.print("  [red]fix:[/] add 'posterior_pass: true' to the pipeline (it suppresses the key cells the "
+                         "other columns give away), or mask those columns (microaggregate, recode, or drop them)")
         return
     stdout.print(f"[bold red]{escape(text)}[/]", highlight=False)
     for fix in measure.fixes:

@@ -151,7 +151,7 @@ def household_risk(
     >>> df = pl.DataFrame({"sex": ["F", "F", "M", "M"], "hh": [1, 1, 2, 2]})
     >>> h = household_risk(df, ["sex"], household="hh", weights=None)
     >>> h.household_risk.tolist(), h.risk.tolist()
-    [[0.75, 0.75], [0.75, 0.75, 0.75, 0.75]]
+    ([0.75, 0.75], [0.75, 0.75, 0.75, 0.75])
     """
     ind = individual_risk(data, columns, weights=weights, missing=missing)
     ids = _households_of(data, household)

@@ -113,7 +113,7 @@ def find_linked_columns(
     --------
     >>> import polars as pl
     >>> df = pl.DataFrame({"relat": [1, 2, 3, 4, 1, 2, 3, 4] * 5, "relat2": [10, 10, 30, 30, 10, 10, 30, 30] * 5,
-    ...                    "noise": [1, 2] * 20})
+    ...                    "noise": [1, 2, 2, 1, 2, 1, 1, 2] * 5})
     >>> [c.column for c in find_linked_columns(df, ["relat"], ["relat2", "noise"])]
     ['relat2']
     """

@@ -268,6 +268,8 @@ def _as_text(column: str, dtype: pl.DataType) -> pl.Expr:
     if dtype.is_float():
         whole = x.is_finite() & (x == x.round(0))
         return pl.when(whole).then(x.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(x.cast(pl.String)).alias(column)
+    if dtype == pl.String:  # a code read as text keeps its ".0" ("3.0"): the same value as the number 3.0
+        return x.str.replace(r"^(-?\d+)\.0+$", "${1}").alias(column)
     return x.cast(pl.String).alias(column)
 
 
