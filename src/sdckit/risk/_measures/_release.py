@@ -669,6 +669,18 @@ def _entity_ids(release: pl.DataFrame, original: pl.DataFrame | None, entity: st
     return ids
 
 
+def _with_weights(
+    frame: pl.DataFrame, release: pl.DataFrame, original: pl.DataFrame | None, weights: str | None
+) -> pl.DataFrame:
+    """``frame`` with the weight column taken from the release, else from the input's rows (None: unchanged)."""
+    if weights is None:
+        return frame
+    source = release if weights in release.columns else original
+    if source is None or weights not in source.columns or source.height != release.height:
+        raise InputError(f"weights={weights!r}: the column is neither in the release nor in the original rows.")
+    return frame.with_columns(source[weights].alias(weights))
+
+
 def _household(
     release: pl.DataFrame, qis: Sequence[str], weights: str | None, original: pl.DataFrame | None,
     entities: pl.Series | None, missing: str,
@@ -677,11 +689,7 @@ def _household(
     if entities is None or not qis or not release.height:
         return None
     frame = release.select(qis).with_columns(entities.alias("__entity"))
-    if weights is not None:
-        source = release if weights in release.columns else original
-        if source is None or weights not in source.columns or source.height != release.height:
-            raise InputError(f"weights={weights!r}: the column is neither in the release nor in the original rows.")
-        frame = frame.with_columns(source[weights].alias(weights))
+    frame = _with_weights(frame, release, original, weights)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = household_risk(frame, list(qis), household="__entity", weights=weights,
@@ -724,11 +732,7 @@ def _individual(
     if not qis or not release.height:
         return None
     frame = release.select(qis)
-    if weights is not None:
-        source = release if weights in release.columns else original
-        if source is None or weights not in source.columns or source.height != release.height:
-            raise InputError(f"weights={weights!r}: the column is neither in the release nor in the original rows.")
-        frame = frame.with_columns(source[weights].alias(weights))
+    frame = _with_weights(frame, release, original, weights)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = individual_risk(frame, list(qis), weights=weights, missing="wildcard" if missing == "wildcard" else "value")
