@@ -154,7 +154,11 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
     _add_step(page, "recode", RECODE)
     recoded = _pct(_figure(page, EXPOSURE))
     assert recoded < start
-    assert _pct(_figure(page, EXPOSURE, "before")) == pytest.approx(start, abs=1e-3)
+    # before the recode: the roles as set. relationship, kept, is linked to sex and marital status and so
+    # counts as a key (docs/pipeline.md): one key more than on loading, the exposure can only grow
+    before = _pct(_figure(page, EXPOSURE, "before"))
+    assert before >= start - 1e-3
+    assert "relationship" in page.locator('figure.plot[data-plot="risk-release"]').get_attribute("data-keys").split(",")
     assert "GlobalRecoder changed" in page.locator("li.step").nth(0).inner_text()
     _add_step(page, "local_suppression", SUPPRESS)
     assert _figure(page, EXPOSURE) == "0 %"
@@ -194,25 +198,28 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
     page.screenshot(path=str(tmp_path / "3-undone.png"), full_page=True)
     shown = {label: _figure(page, label) for label in (EXPOSURE, "k-anonymity (smallest group)", "uniques (groups of 1)")}
 
+    # within budget on the keys, but the amounts released as they are tell suppressed keys apart: the page
+    # says so and names the fix, and refuses the file, as `sdckit run` on the export refuses (the release with
+    # the posterior pass, byte for byte, is in test_browser_sessions.py on 3,000 rows: on 32,561 it takes a minute)
+    assert page.locator("#verdict").inner_text().startswith("NOT SAFE TO RELEASE: the released columns beside the keys")
+    assert 'Fix: tick "posterior pass"' in page.locator("#posterior").inner_text()
+    assert page.locator("#export-release").count() == 0
+    assert page.locator("#export-refused").count() == 1
     with page.expect_download() as got:
         page.click("#export-yaml")
     yaml_path = tmp_path / "pipeline.yaml"
     got.value.save_as(yaml_path)
-    with page.expect_download() as got:
-        page.click("#export-release")
-    exported = tmp_path / "exported.csv"
-    got.value.save_as(exported)
     assert "seed:" in yaml_path.read_text()
     assert not problems, problems
     assert all(u.startswith(server) for u in requests), [u for u in requests if not u.startswith(server)]
 
     result = CliRunner().invoke(cli, ["run", str(yaml_path), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
     payload = json.loads(result.output)
-    written = tmp_path / "release.csv"
-    assert Path(payload["outputs"]["data"]) == written.resolve()
-    assert written.read_bytes() == exported.read_bytes()
+    assert payload["refused"] and not payload["posterior_within_budget"]
+    assert not (tmp_path / "release.csv").exists()
     release = payload["release"]
+    assert release["within_budget"]
     assert shown[EXPOSURE] == ("0 %" if release["exposure_at_k"] == 0 else f"{100 * release['exposure_at_k']:.3g} %")
     assert shown["k-anonymity (smallest group)"] == f"{release['k_anonymity']:,}"
     assert shown["uniques (groups of 1)"] == f"{release['n_unique']:,}"

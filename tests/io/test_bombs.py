@@ -124,14 +124,17 @@ def test_stat_file_cells_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 
 _PEAK = """
-import json, resource, sys
+import json, sys
 from sdckit._io import read_path
 try:
     read_path(sys.argv[1])
     refused = False
 except Exception as err:
     refused = "decompression bomb" in str(err)
-print(json.dumps({"refused": refused, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM, not ru_maxrss: Linux carries the parent's peak across fork and exec into ru_maxrss, so a fat
+# test worker would be counted; the high-water mark of this process's own memory starts at exec
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"refused": refused, "peak_mib": int(hwm.split()[1]) / 1024}))
 """
 
 

@@ -76,7 +76,7 @@ from sdckit.app._session import (
 from sdckit.app._workspace import Workspace, _hierarchies, plan_steps, read_options, user_error
 from sdckit.errors import ConfigError, SdcError
 from sdckit.pipeline._config import STEP_KINDS
-from sdckit.report._release_check import verdict
+from sdckit.report._release_check import posterior_text, verdict
 
 __all__ = ["create_app"]
 
@@ -168,7 +168,7 @@ def create_app(
             default_suppression=ws.plan_options.get("suppression", str(state.budget)),
             undo_label=ws.history.undo_stack[-1][1] if ws.history.undo_stack else None,
             redo_label=ws.history.redo_stack[-1][1] if ws.history.redo_stack else None,
-            draft=ws.draft, verdict=verdict, plots=_plots(run), keys=_keys_view(ws, run),
+            draft=ws.draft, verdict=verdict, posterior_text=posterior_text, plots=_plots(run), keys=_keys_view(ws, run),
         )
 
     def answer(ws: Workspace) -> JSONResponse:
@@ -411,6 +411,7 @@ def _do(ws: Workspace, action: str, form: dict[str, Any]) -> None:
             k=_int(form, "k", "the group size of k-anonymity") if "k" in form else state.k,
             budget=_float(form, "budget", "a share of users, 0..1") if "budget" in form else state.budget,
             reproducible=bool(form.get("reproducible", state.reproducible)),
+            posterior_pass=bool(form.get("posterior_pass", state.posterior_pass)),
             seed=_int(form, "seed", "the seed of the random steps") if form.get("seed") not in (None, "") else state.seed,
             output=str(form.get("output") or state.output),
             report_output=str(form.get("report_output", state.report_output)).strip(),

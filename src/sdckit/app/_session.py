@@ -139,6 +139,9 @@ class Workbench:
     publication: whoever holds the file can redraw the masking)."""
     seed: int = DEFAULT_SEED
     """The seed written when ``reproducible`` is on."""
+    posterior_pass: bool = False
+    """Write ``posterior_pass: true``: after the steps, suppress the key cells the other released columns
+    give away (docs/anonymize.md); without it such a release is refused."""
     output: str = "release.csv"
     """The released file's name in the exported YAML (its ending chooses the format)."""
     report_output: str = "report.html"
@@ -187,6 +190,8 @@ class Workbench:
             out["seed"] = self.seed
         elif not export and run_seed is not None and "reproducible" not in PipelineConfig.model_fields:
             out["seed"] = run_seed  # a secret seed of this session (where the pipeline has no OS-entropy default)
+        if self.posterior_pass:
+            out["posterior_pass"] = True
         out["steps"] = self.step_list()
         out["output"] = {"data": self.output, "report": self.report_output or None} if export else {"data": None, "report": None}
         return out

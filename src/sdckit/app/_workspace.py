@@ -321,6 +321,12 @@ class Workspace:
         if run.result.refused:
             m = run.result.release_measure
             assert m is not None
+            if m.within_budget:  # over by what the other released columns give away
+                raise ConfigError(
+                    f"{SOURCE}: the released columns beside the keys single people out (see the posterior under the "
+                    "verdict): no data file is written, as `sdckit run` refuses. Tick \"posterior pass\", or mask those "
+                    "columns."
+                )
             raise ConfigError(
                 f"{SOURCE}: the release is over its budget (exposure at k = {m.k} is {100 * m.exposure_at_k:.3g} % > "
                 f"{100 * m.budget:.3g} %): no data file is written, as `sdckit run` refuses. Add a step, or raise the budget."

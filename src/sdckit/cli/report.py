@@ -231,6 +231,10 @@ def run(
         "within_budget": result.within_budget,
         "refused": result.refused,
         "release": measure.to_dict() if measure is not None else None,
+        # why a release within budget on its keys is refused: what the other released columns give away
+        "posterior": result.posterior.to_dict() if result.posterior is not None else None,
+        "posterior_within_budget": result.posterior_within_budget,
+        "posterior_pass": result.posterior_pass,
         "plan": result.plan.to_dict(),
         "steps": [s.to_dict() for s in result.steps],
         "rows": result.protected.height,

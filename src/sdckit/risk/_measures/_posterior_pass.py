@@ -156,6 +156,7 @@ def population_cell_posterior(
     bins: int = 3,
     smoothing: float = 1.0,
     bounds: dict[str, float] | None = None,
+    cache: dict[Any, Any] | None = None,
 ) -> np.ndarray:
     """Per released row (aligned with ``known``), the posterior of the row's hidden keys under the law of
     the whole input: max over h of P(h | s, y) / sum over h' of P(h' | s, y), h ranging over the hidden
@@ -168,71 +169,96 @@ def population_cell_posterior(
     P(h | s) (the people whose features are suppressed are left out of the y counts: a suppressed y says
     nothing an attacker's outside model could know). NaN for a row with no hidden key.
 
-    The counts leave out the row's own released group (a model learnt on other people, whose rare
-    combinations are not the target's), and h ranges over every hidden value seen with the pattern's hidden
-    keys. Per row, the largest posterior of one hidden cell (the joint summed over the row's other hidden
-    cells); with ``bounds`` ({column: bound}), the largest excess of a cell's posterior over its column's
-    bound instead (above 0: above the bound)."""
+    The counts leave out the rows of the row's suppression pattern (a model learnt on other people, whose
+    rare combinations are not the target's), and h ranges over every hidden-value combination seen in the
+    input for the pattern's hidden keys (m of them). Per row, the largest posterior of one hidden cell (the
+    joint summed over the row's other hidden cells); with ``bounds`` ({column: bound}), the largest excess of a
+    cell's posterior over its column's bound instead (above 0: above the bound).
+
+    Summed over the row's other hidden cells, the scores of c = v are, with m_v the combinations with c = v,
+
+        blank row:  P_v = (n(s, c=v) + m_v / m) / (n(s) + 1),  otherwise  (n(s, y, c=v) + a P_v) / (n(s, y) + a),
+
+    and the scores of all h sum to 1: counts of (shown keys, c) suffice, in integer codes (no product of rows
+    and combinations). ``cache`` (a dict kept by the caller between calls on the same ``known`` and ``keys``)
+    keeps the counts of the true keys, which do not change."""
     keys = [c for c in keys if c in release.columns and c in known.columns]
     feats = [c for c in features if c in release.columns and c not in keys]
     n = release.height
     out = np.full(n, np.nan)
     if not keys or n == 0:
         return out
-    truth = known.select([pl.col(c).cast(pl.String).fill_null(_MISSING) for c in keys])
+    cache = {} if cache is None else cache
+    if cache.get("__keys") != (tuple(keys), n):
+        cache.clear()
+        cache["__keys"] = (tuple(keys), n)
+        codes, cards = [], []
+        for c in keys:
+            values = known[c].cast(pl.String).fill_null(_MISSING)
+            code = values.rank("dense").to_numpy().astype(np.int64) - 1
+            codes.append(code)
+            cards.append(int(code.max()) + 1)
+        cache["__T"], cache["__card"] = np.stack(codes, axis=1), cards
+    truth, cards = cache["__T"], cache["__card"]
+
+    def dense(cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """The people's true values of ``cols`` as one dense code (0 ..), and how many codes."""
+        if cols not in cache:
+            code = np.zeros(n, np.int64)
+            for j in cols:  # kept dense after each column: no overflow however many values
+                code = code * cards[j] + truth[:, j]
+                _, code = np.unique(code, return_inverse=True)
+            cache[cols] = (code, int(code.max()) + 1 if n else 0)
+        return cache[cols]  # type: ignore[no-any-return]
+
     y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
+    y_code = y.rank("dense").to_numpy().astype(np.int64) - 1
+    n_y = int(y_code.max()) + 1
     blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
              if feats else np.zeros(n, bool))
-    hidden = release.select([pl.col(c).is_null() for c in keys])
-    patterns = hidden.with_row_index("__row").group_by(keys).agg(pl.col("__row"))
-    people = truth.with_columns(y.alias("__y"), pl.Series("__blank", blank))
-    for row in patterns.iter_rows(named=True):
-        hid = [c for c in keys if row[c]]
+    hidden = release.select([pl.col(c).is_null() for c in keys]).to_numpy()
+    pattern = hidden.astype(np.int64) @ (np.int64(1) << np.arange(len(keys), dtype=np.int64))
+    order = np.argsort(pattern, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0])
+    a = smoothing
+    for first, last in zip(starts, [*starts[1:], n]):
+        idx = order[first:last]  # the rows of one pattern, ascending
+        hid = tuple(j for j in range(len(keys)) if hidden[idx[0], j])
         if not hid:
             continue
-        shown = [c for c in keys if not row[c]]
-        h = pl.concat_str([pl.col(c) for c in hid], separator="\x1f").alias("__h")
-        pop = people.with_columns(h)
-        # the released group of a row of this pattern: the pattern's rows with its shown keys; left out of the
-        # counts, as from a model learnt on other people (whose rare combinations are not the target's)
-        own = pop[np.asarray(row["__row"], np.int64)]
-        n_sh = _minus(pop.group_by([*shown, "__h", *hid]).len("__nsh"), own.group_by([*shown, "__h", *hid]).len("__nsh"),
-                      [*shown, "__h", *hid], "__nsh")
-        n_s = _minus(pop.group_by(shown).len("__ns") if shown else pop.select(pl.len().alias("__ns")),
-                     own.group_by(shown).len("__ns") if shown else own.select(pl.len().alias("__ns")), shown, "__ns")
-        m = n_sh.filter(pl.col("__nsh") > 0).group_by(shown).agg(pl.col("__h").n_unique().alias("__m")) if shown else \
-            n_sh.filter(pl.col("__nsh") > 0).select(pl.col("__h").n_unique().alias("__m"))
-        n_s = n_s.join(m, on=shown, how="left") if shown else n_s.join(m, how="cross")
-        seen, own_seen = pop.filter(~pl.col("__blank")), own.filter(~pl.col("__blank"))
-        n_syh = _minus(seen.group_by([*shown, "__y", "__h"]).len("__nsyh"), own_seen.group_by([*shown, "__y", "__h"]).len("__nsyh"),
-                       [*shown, "__y", "__h"], "__nsyh")
-        n_sy = _minus(seen.group_by([*shown, "__y"]).len("__nsy"), own_seen.group_by([*shown, "__y"]).len("__nsy"),
-                      [*shown, "__y"], "__nsy")
-        rows = pl.DataFrame({"__row": np.asarray(row["__row"], np.int64)}).with_columns(
-            pl.Series("__y", y.to_numpy()[row["__row"]]), pl.Series("__blank", blank[row["__row"]]),
-            *[pl.Series(c, truth[c].to_numpy()[row["__row"]]) for c in shown])
-        # every hidden value seen in the input with this pattern's hidden keys, each with its smoothed prior
-        options = pop.select(["__h", *hid]).unique()
-        cand = rows.join(options, how="cross")
-        cand = cand.join(n_sh.select([*shown, "__h", "__nsh"]), on=[*shown, "__h"], how="left")
-        cand = cand.join(n_s, on=shown, how="left") if shown else cand.join(n_s, how="cross")
-        cand = cand.join(n_syh, on=[*shown, "__y", "__h"], how="left").join(n_sy, on=[*shown, "__y"], how="left")
-        n_options = options.height
-        prior = (pl.col("__nsh").fill_null(0) + 1.0 / n_options) / (pl.col("__ns").fill_null(0) + 1.0)
-        cand = cand.with_columns(
-            pl.when(pl.col("__blank")).then(prior)
-            .otherwise((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing))
-            .alias("__score"))
-        total = cand.group_by("__row").agg(pl.col("__score").sum().alias("__t"))
-        # the hidden values together, and each hidden cell alone (the joint summed over the row's other hidden cells)
-        best = total.select("__row").with_columns(pl.lit(-np.inf).alias("__b"))
-        for c in hid:
-            less = 0.0 if bounds is None else bounds[c]
-            one = cand.group_by(["__row", c]).agg(pl.col("__score").sum().alias("__s")).group_by("__row").agg(
-                pl.col("__s").max().alias("__c")).join(total, on="__row").with_columns(
-                (pl.col("__c") / pl.col("__t") - less).alias("__c")).select("__row", "__c")
-            best = best.join(one, on="__row").with_columns(pl.max_horizontal("__b", "__c").alias("__b")).drop("__c")
-        out[best["__row"].to_numpy()] = best["__b"].to_numpy()
+        shown = tuple(j for j in range(len(keys)) if not hidden[idx[0], j])
+        others = np.ones(n, bool)
+        others[idx] = False  # the counts leave out the rows of this pattern
+        s_code, n_s_codes = dense(shown)
+        n_s = np.bincount(s_code[others], minlength=n_s_codes)[s_code[idx]].astype(float)
+        sy = s_code * n_y + y_code
+        seen = others & ~blank
+        sy_seen, sy_count = np.unique(sy[seen], return_counts=True)
+        found = sy_seen.size > 0
+        row_sy = np.full(idx.size, -1)  # each row's (shown keys, y) among those seen, -1: not seen
+        n_sy = np.zeros(idx.size)
+        if found:
+            at = np.minimum(np.searchsorted(sy_seen, sy[idx]), sy_seen.size - 1)
+            row_sy = np.where(sy_seen[at] == sy[idx], at, -1)
+            n_sy = np.where(row_sy >= 0, sy_count[at], 0).astype(float)
+        combo_code, m_all = dense(hid)
+        _, first_of = np.unique(combo_code, return_index=True)
+        row_blank = blank[idx]
+        best = np.full(idx.size, -np.inf)
+        for j in hid:
+            card = cards[j]
+            m_v = np.bincount(truth[first_of, j], minlength=card).astype(float)
+            n_sc = np.bincount(s_code[others] * card + truth[others, j], minlength=n_s_codes * card).reshape(n_s_codes, card)
+            prior = (n_sc[s_code[idx]] + m_v / m_all) / (n_s[:, None] + 1.0)
+            if found:
+                n_syc = np.bincount(np.searchsorted(sy_seen, sy[seen]) * card + truth[seen, j],
+                                    minlength=sy_seen.size * card).reshape(sy_seen.size, card)
+                row_syc = np.where((row_sy >= 0)[:, None], n_syc[np.maximum(row_sy, 0)], 0.0)
+            else:
+                row_syc = np.zeros((idx.size, card))
+            score = np.where(row_blank[:, None], prior, (row_syc + a * prior) / (n_sy[:, None] + a))
+            best = np.maximum(best, score.max(axis=1) - (0.0 if bounds is None else bounds[keys[j]]))
+        out[idx] = best
     return out
 
 
@@ -271,6 +297,7 @@ def suppress_posterior(
     # non-key values and one per key
     rounds_allowed = len(keys) + 2 if max_rounds is None else max_rounds
     rng = np.random.default_rng(seed)
+    counts: dict[Any, Any] = {}  # the counts of the true keys, the same every round
     start = release
     n = release.height
     touched = np.zeros(n, bool)
@@ -278,7 +305,8 @@ def suppress_posterior(
     rounds = 0
     while True:
         post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
-        excess = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, bounds=bounds)
+        excess = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, bounds=bounds,
+                                           cache=counts)
         cell = np.full(n, np.nan)
         if post.cell_rows is not None and post.cell_rows.size:
             hidden_bound = release.select(pl.max_horizontal([
@@ -323,7 +351,7 @@ def suppress_posterior(
             pl.when(pl.Series(mask)).then(None).otherwise(pl.col(c)).alias(c) for c, mask in changes.items()
         ])
     cells = {c: int((release[c].is_null() & ~start[c].is_null()).sum()) for c in release.columns}
-    pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins)
+    pop = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, cache=counts)
     return PosteriorPass(
         release=release, posterior=post, population_cell=pop, column_bounds=bounds, cells={c: v for c, v in cells.items() if v},
         rows=int(touched.sum()), rounds=rounds, bare_rows=int(bare.sum()), k=k, tolerance=tolerance, cell_bound=bound,
