@@ -216,7 +216,8 @@ def test_adult_end_to_end_and_sdckit_run_reproduces_it(server: str, browser: Any
     result = CliRunner().invoke(cli, ["run", str(yaml_path), "--json"])
     assert result.exit_code == 3, result.output
     payload = json.loads(result.output)
-    assert payload["refused"] and not payload["posterior_within_budget"]
+    assert payload["refused"]
+    assert not payload["posterior_within_budget"]
     assert not (tmp_path / "release.csv").exists()
     release = payload["release"]
     assert release["within_budget"]

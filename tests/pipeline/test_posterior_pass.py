@@ -113,7 +113,7 @@ def _reference_population_cell_posterior(release: pl.DataFrame, known: pl.DataFr
         best = -np.inf
         for place, j in enumerate(hid):
             per_value: dict[str, float] = {}
-            for h, sc in zip(combos, scores):
+            for h, sc in zip(combos, scores, strict=True):
                 per_value[h[place]] = per_value.get(h[place], 0.0) + sc
             best = max(best, max(per_value.values()) / total - (0.0 if bounds is None else bounds[keys[j]]))
         out[i] = best

@@ -209,7 +209,7 @@ def population_cell_posterior(
                 code = code * cards[j] + truth[:, j]
                 _, code = np.unique(code, return_inverse=True)
             cache[cols] = (code, int(code.max()) + 1 if n else 0)
-        return cache[cols]  # type: ignore[no-any-return]
+        return cache[cols]
 
     y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
     y_code = y.rank("dense").to_numpy().astype(np.int64) - 1
@@ -221,7 +221,7 @@ def population_cell_posterior(
     order = np.argsort(pattern, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0])
     a = smoothing
-    for first, last in zip(starts, [*starts[1:], n]):
+    for first, last in zip(starts, [*starts[1:], n], strict=True):
         idx = order[first:last]  # the rows of one pattern, ascending
         hid = tuple(j for j in range(len(keys)) if hidden[idx[0], j])
         if not hid:
@@ -260,14 +260,6 @@ def population_cell_posterior(
             best = np.maximum(best, score.max(axis=1) - (0.0 if bounds is None else bounds[keys[j]]))
         out[idx] = best
     return out
-
-
-def _minus(total: pl.DataFrame, part: pl.DataFrame, on: list[str], name: str) -> pl.DataFrame:
-    """Counts ``total`` less the counts ``part`` (same keys ``on``; a key missing in ``part`` counts 0)."""
-    if not on:
-        return total.with_columns((pl.col(name) - part[name][0]).alias(name))
-    return total.join(part.rename({name: "__part"}), on=on, how="left").with_columns(
-        (pl.col(name) - pl.col("__part").fill_null(0)).alias(name)).drop("__part")
 
 
 def suppress_posterior(
