@@ -29,7 +29,14 @@ other columns tell"): if every ratio P(y | x) / P(y | x') between two people of 
 L, the posterior on a row of a group of g is at most L^2 / (L^2 + g - 1); with L = 1 (no
 non-key column, or a group of people with the same true keys) that is 1/g.
 
-Pure logic, no I/O. Cost: one join per pattern of suppressed keys, O(n * patterns).
+Computed from counts in integer codes, per pattern of suppressed keys: the rows' scores directly;
+the best guess of each row's hidden values as the best seen with its (s, y), or the commonest seen
+with s where that scores more; and each person's denominator in closed form,
+
+    sum over the pattern's rows r with s_r = s of score_r(x) = V(s, h) + a P(h | s) W(s),
+    W(s) = sum_y n(s, y) / (n(s, y) + a),  V(s, h) = sum_y n(s, y, h) n(s, y) / (n(s, y) + a).
+
+Pure logic, no I/O. Cost: O(n log n) per pattern of suppressed keys.
 """
 
 from __future__ import annotations
@@ -131,16 +138,27 @@ def _features(release: pl.DataFrame, features: Sequence[str], masked: Sequence[s
     return pl.DataFrame(parts).select(pl.concat_str(pl.all(), separator="\x1f").alias(_Y))[_Y]
 
 
-def _score(frame: pl.DataFrame, tables: tuple[pl.DataFrame, ...], shown: list[str], smoothing: float) -> pl.DataFrame:
-    """P(h | s, y) for the (s, y, h) of each row of ``frame`` (the module's smoothed share)."""
-    n_syh, n_sy, n_sh, n_s = tables
-    out = frame.join(n_syh, on=[*shown, _Y, "__h"], how="left").join(n_sy, on=[*shown, _Y], how="left")
-    out = out.join(n_sh, on=[*shown, "__h"] if shown else ["__h"], how="left")
-    out = out.join(n_s, on=shown, how="left") if shown else out.join(n_s, how="cross")
-    prior = (pl.col("__nsh").fill_null(0) + 1.0 / pl.col("__m")) / (pl.col("__ns") + 1.0)
-    return out.with_columns(
-        ((pl.col("__nsyh").fill_null(0) + smoothing * prior) / (pl.col("__nsy").fill_null(0) + smoothing)).alias("__score")
-    )
+def _codes(truth: pl.DataFrame, released: pl.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per key, one integer code per value in a space shared by the people's true values and the released
+    ones (dense ranks of both together); the number of codes per key."""
+    both = pl.concat([truth, released]).select([pl.col(c).rank("dense").cast(pl.Int64) - 1 for c in keys]).to_numpy()
+    n = truth.height
+    return both[:n], both[n:], both.max(axis=0) + 1
+
+
+def _radix(codes: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """Each row's codes (columns with ``bases`` values each) as one integer, equal where the rows are equal:
+    mixed radix while it fits in 62 bits, else kept dense column by column."""
+    out = np.zeros(codes.shape[0], np.int64)
+    span = 1
+    for j in range(codes.shape[1]):
+        base = int(bases[j])
+        if span * base >= 2**62:  # re-rank: the codes so far are at most n distinct
+            _, out = np.unique(out, return_inverse=True)
+            span = int(out.max()) + 1 if out.size else 1
+        out = out * base + codes[:, j]
+        span *= base
+    return out
 
 
 def row_posterior(
@@ -171,85 +189,91 @@ def row_posterior(
     # the people's keys in the release's types, so that a value written alike compares alike
     known = known.select([pl.col(c).cast(release.schema[c], strict=False) for c in keys])
     str_keys = [pl.col(c).cast(pl.String).fill_null("\x00missing") for c in keys]
-    truth = known.select(str_keys).with_columns(_features(release, feats, masked, bins).alias(_Y))
-    shown_as = release.select(str_keys)
     # every released missing cell is hidden to the attacker, suppressed or missing in the input alike (the
     # file does not say which); a person whose key was missing has the value "\x00missing" behind it
-    hidden = release.select([_suppressed(c, release.schema[c]).alias(c) for c in keys])
-    # a shown cell is matched as released, not as its person's true value: after record swapping a row
-    # shows another area than its person's, and the attacker who knows the person's true area finds the
-    # rows that show it (the person's own row is then not among them)
-    rel = shown_as.with_columns([pl.when(hidden[c]).then(None).otherwise(shown_as[c]).alias(c) for c in keys])
+    hidden = release.select([_suppressed(c, release.schema[c]).alias(c) for c in keys]).to_numpy()
+    # integer codes per key, one space for the people's true values and the released ones: a shown cell is
+    # matched as released, not as its person's true value (after record swapping a row shows another area
+    # than its person's, and the attacker who knows the person's true area finds the rows that show it)
+    truth, shown_as, bases = _codes(known.select(str_keys), release.select(str_keys), keys)
+    y = _features(release, feats, masked, bins).rank("dense").to_numpy().astype(np.int64) - 1
     # row i is consistent with its own person i when every shown cell equals the person's value
-    own_consistent = np.asarray(
-        pl.DataFrame([(hidden[c] | (shown_as[c] == truth[c])).alias(c) for c in keys])
-        .select(pl.all_horizontal(pl.all()).alias("__ok"))["__ok"].to_numpy(),
-        dtype=bool,
-    )
-    rel = rel.with_columns(truth[_Y]).with_row_index("__row")
-    persons = truth.with_row_index("__person")
+    own_consistent = np.all(hidden | (shown_as == truth), axis=1)
     own = np.ones(n)
     denom = np.zeros(n)
-    cell_post: list[np.ndarray] = []
-    cell_right: list[np.ndarray] = []
-    cell_rows: list[np.ndarray] = []
-    patterns = hidden.with_row_index("__row").group_by(keys).agg(pl.col("__row"))
-    for row in patterns.iter_rows(named=True):
-        hid = [c for c in keys if row[c]]
-        shown = [c for c in keys if not row[c]]
-        rows = rel[row["__row"]]
+    cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    pattern = hidden.astype(np.int64) @ (np.int64(1) << np.arange(len(keys), dtype=np.int64))
+    order = np.argsort(pattern, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0])
+    a = smoothing
+    for first, last in zip(starts, [*starts[1:], n], strict=True):
+        idx = order[first:last]
+        hid = [j for j in range(len(keys)) if hidden[idx[0], j]]
+        shown = [j for j in range(len(keys)) if not hidden[idx[0], j]]
+        # the shown keys as one code, the same for the rows (as released) and the people (true values)
+        both = _radix(np.concatenate([shown_as[idx][:, shown], truth[:, shown]]), bases[shown])
+        row_s, person_s = both[:idx.size], both[idx.size:]
+        s_values, s_local = np.unique(row_s, return_inverse=True)
+        at = np.minimum(np.searchsorted(s_values, person_s), s_values.size - 1)
+        match = s_values[at] == person_s  # the people whose true shown keys some row of the pattern shows
+        people, people_s = np.flatnonzero(match), at[match]
         if not hid:  # fully shown rows: score 1, consistent with the people of the same keys
-            counts = rows.group_by(shown).len("__n")
-            got = persons.join(counts, on=shown, how="inner")
-            np.add.at(denom, got["__person"].to_numpy(), got["__n"].to_numpy().astype(float))
+            denom[people] += np.bincount(s_local, minlength=s_values.size)[people_s]
             continue
-        h = pl.concat_str([pl.col(c) for c in hid], separator="\x1f").alias("__h")
-        on_s = shown or None
         # the law within the released groups of this pattern (the rows' true hidden keys): what an attacker
         # who knows the algorithm and the population of each released group faces
-        base = rows.select("__row", *shown, _Y).join(
-            truth.with_columns(h).with_row_index("__row").select("__row", "__h"), on="__row")
-        n_syh = base.group_by([*shown, _Y, "__h"]).len("__nsyh")
-        n_sy = base.group_by([*shown, _Y]).len("__nsy")
-        n_sh = base.group_by([*shown, "__h"]).len("__nsh") if shown else base.group_by("__h").len("__nsh")
-        n_s = (base.group_by(shown).agg(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")) if shown
-               else base.select(pl.len().alias("__ns"), pl.col("__h").n_unique().alias("__m")))
-
-        tables = (n_syh, n_sy, n_sh, n_s)
-
-        def score(frame: pl.DataFrame, tables: tuple[pl.DataFrame, ...] = tables, shown: list[str] = shown) -> pl.DataFrame:
-            return _score(frame, tables, shown, smoothing)
-
-        # the released rows of this pattern, per (shown, y): how many
-        rel_counts = rows.group_by([*shown, _Y]).len("__n")
-        # every person consistent with them: same shown keys; their own hidden values
-        cand = (persons.with_columns(h).drop(_Y).join(rel_counts, on=on_s, how="inner") if shown
-                else persons.with_columns(h).drop(_Y).join(rel_counts, how="cross"))
-        cand = score(cand)
-        got = cand.group_by("__person").agg((pl.col("__n") * pl.col("__score")).sum().alias("__d"))
-        np.add.at(denom, got["__person"].to_numpy(), got["__d"].to_numpy())
+        h_values, h_code = np.unique(_radix(truth[:, hid], bases[hid]), return_inverse=True)
+        n_h = h_values.size
+        row_h = h_code[idx]
+        sy, sy_local = np.unique(s_local * (y.max() + 1) + y[idx], return_inverse=True)
+        sh, sh_local = np.unique(s_local * n_h + row_h, return_inverse=True)
+        syh, syh_local = np.unique(sy_local * n_h + row_h, return_inverse=True)
+        n_sy = np.bincount(sy_local)
+        n_sh = np.bincount(sh_local)
+        n_syh = np.bincount(syh_local)
+        n_s = np.bincount(s_local, minlength=s_values.size)
+        m = np.bincount(sh // n_h, minlength=s_values.size)  # distinct hidden values seen with each s
         # each row's own person: the score of the person's true hidden values
-        mine = score(rows.select("__row", *shown, _Y).join(
-            truth.with_columns(h).with_row_index("__row").select("__row", "__h"), on="__row"))
-        own[mine["__row"].to_numpy()] = mine["__score"].to_numpy()
-        # the attacker's best guess of the hidden values of each row of this pattern
-        options = base.select([*shown, "__h"]).unique()
-        guess = score(rows.select("__row", *shown, _Y).join(options, on=on_s, how="inner") if shown
-                      else rows.select("__row", *shown, _Y).join(options, how="cross"))
-        best = guess.group_by("__row").agg(
-            (pl.col("__score").max() / pl.col("__score").sum()).alias("__p"),
-            pl.col("__h").sort_by("__score", descending=True).first().alias("__best"),
-        ).join(truth.with_columns(h).with_row_index("__row").select("__row", "__h"), on="__row")
-        cell_post.append(best["__p"].to_numpy())
-        cell_right.append((best["__best"] == best["__h"]).to_numpy())
-        cell_rows.append(best["__row"].to_numpy())
+        own[idx] = (n_syh[syh_local] + a * (n_sh[sh_local] + 1.0 / m[s_local]) / (n_s[s_local] + 1.0)) / (n_sy[sy_local] + a)
+        # per (s, y, h) seen: its score; per (s, y): the best (a hidden value seen with s but not with y scores
+        # by its n(s, h) alone, the largest of which bounds those and is exact: seen with y, it scores more)
+        t_sy, t_h = syh // n_h, syh % n_h
+        t_s = sy[t_sy] // (y.max() + 1)
+        t_sh = np.searchsorted(sh, t_s * n_h + t_h)
+        t_score = (n_syh + a * (n_sh[t_sh] + 1.0 / m[t_s]) / (n_s[t_s] + 1.0)) / (n_sy[t_sy] + a)
+        best_sy = np.full(sy.size, -np.inf)
+        np.maximum.at(best_sy, t_sy, t_score)
+        best_h_sy = np.full(sy.size, -1)
+        best_h_sy[t_sy[t_score == best_sy[t_sy]]] = t_h[t_score == best_sy[t_sy]]
+        top_sh = np.zeros(s_values.size)
+        np.maximum.at(top_sh, sh // n_h, n_sh.astype(float))
+        top_h = np.full(s_values.size, -1)
+        top_h[(sh // n_h)[n_sh == top_sh[sh // n_h]]] = (sh % n_h)[n_sh == top_sh[sh // n_h]]
+        sy_s = sy // (y.max() + 1)
+        unseen = a * (top_sh[sy_s] + 1.0 / m[sy_s]) / (n_s[sy_s] + 1.0) / (n_sy + a)
+        p_sy = np.maximum(best_sy, unseen)
+        guess = np.where(best_sy >= unseen, best_h_sy, top_h[sy_s])
+        cells.append((idx, p_sy[sy_local], guess[sy_local] == row_h))
+        # every person consistent with the rows: the sum over the rows of their scores of the person's values,
+        #   sum over y of n(s, y) score(s, y, h) = V(s, h) + a prior(s, h) W(s),
+        # W(s) = sum over y of n(s, y) / (n(s, y) + a), V(s, h) = sum over y of n(s, y, h) n(s, y) / (n(s, y) + a)
+        w = np.bincount(sy_s, weights=n_sy / (n_sy + a), minlength=s_values.size)
+        v = np.bincount(t_sh, weights=n_syh * n_sy[t_sy] / (n_sy[t_sy] + a), minlength=sh.size)
+        person_sh = people_s * n_h + h_code[people]
+        pos = np.minimum(np.searchsorted(sh, person_sh), sh.size - 1)
+        seen = sh[pos] == person_sh
+        n_sh_person = np.where(seen, n_sh[pos], 0)
+        prior = (n_sh_person + 1.0 / m[people_s]) / (n_s[people_s] + 1.0)
+        denom[people] += np.where(seen, v[pos], 0.0) + a * prior * w[people_s]
+    if cells:
+        cell_rows = np.concatenate([c[0] for c in cells]).astype(np.int64)
+        cell_post = np.concatenate([c[1] for c in cells])
+        cell_right = np.concatenate([c[2] for c in cells])
+        ordered = np.argsort(cell_rows)
+        cell_rows, cell_post, cell_right = cell_rows[ordered], cell_post[ordered], cell_right[ordered]
+    else:
+        cell_rows, cell_post, cell_right = np.zeros(0, np.int64), np.zeros(0), np.zeros(0, bool)
     own = np.where(own_consistent, own, 0.0)  # a row that does not show its person's keys is not read as theirs
     posterior = np.divide(own, denom, out=np.zeros(n), where=denom > 0)
     sizes = release.select(pl.len().over(keys).alias("__g"))["__g"].to_numpy().astype(np.int64)
-    return RowPosterior(
-        posterior, k, tolerance, feats,
-        np.concatenate(cell_post) if cell_post else np.zeros(0),
-        np.concatenate(cell_right) if cell_right else np.zeros(0, bool),
-        sizes,
-        np.concatenate(cell_rows).astype(np.int64) if cell_rows else np.zeros(0, np.int64),
-    )
+    return RowPosterior(posterior, k, tolerance, feats, cell_post, cell_right, sizes, cell_rows)

@@ -233,7 +233,7 @@ def population_cell_posterior(
         n_s = np.bincount(s_code[others], minlength=n_s_codes)[s_code[idx]].astype(float)
         sy = s_code * n_y + y_code
         seen = others & ~blank
-        sy_seen, sy_count = np.unique(sy[seen], return_counts=True)
+        sy_seen, sy_of_seen, sy_count = np.unique(sy[seen], return_inverse=True, return_counts=True)
         found = sy_seen.size > 0
         row_sy = np.full(idx.size, -1)  # each row's (shown keys, y) among those seen, -1: not seen
         n_sy = np.zeros(idx.size)
@@ -251,7 +251,7 @@ def population_cell_posterior(
             n_sc = np.bincount(s_code[others] * card + truth[others, j], minlength=n_s_codes * card).reshape(n_s_codes, card)
             prior = (n_sc[s_code[idx]] + m_v / m_all) / (n_s[:, None] + 1.0)
             if found:
-                n_syc = np.bincount(np.searchsorted(sy_seen, sy[seen]) * card + truth[seen, j],
+                n_syc = np.bincount(sy_of_seen * card + truth[seen, j],
                                     minlength=sy_seen.size * card).reshape(sy_seen.size, card)
                 row_syc = np.where((row_sy >= 0)[:, None], n_syc[np.maximum(row_sy, 0)], 0.0)
             else:
