@@ -71,7 +71,7 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def _act(page: Any, do: Any, timeout: float = 60_000) -> None:
+def _act(page: Any, do: Any, timeout: float = 180_000) -> None:
     """Do an action and wait until the server answered and any job it started has ended."""
     page.evaluate("document.body.dataset.running = 'pending'")
     do()
