@@ -79,9 +79,10 @@ def test_row_posterior_equals_the_formula_row_by_row(seed: int) -> None:
                                    pl.when(pl.Series(rng.random(n) < 0.1)).then(pl.lit("*")).otherwise(pl.col("b")).alias("b"))
     income = [None if u < 0.2 else str(v) for u, v in zip(rng.random(n), rng.choice(["lo", "mid", "hi"], n), strict=True)]
     release = release.with_columns(pl.Series("inc", income, dtype=pl.String), pl.Series("amt", rng.normal(size=n)))
-    for features, masked in ((["inc"], ()), ([], ()), (["inc", "amt"], ("amt",))):
-        got = row_posterior(release, known, KEYS, k=3, features=features, masked=masked)
-        post, cells = _brute(release, known, features, masked)
+    # smoothing above 1: a hidden value seen with the shown keys but not with y can score best
+    for features, masked, a in ((["inc"], (), 1.0), ([], (), 1.0), (["inc", "amt"], ("amt",), 1.0), (["inc"], (), 6.0)):
+        got = row_posterior(release, known, KEYS, k=3, features=features, masked=masked, smoothing=a)
+        post, cells = _brute(release, known, features, masked, a)
         assert np.allclose(got.posterior, post, atol=1e-12), features
         assert got.cell_rows is not None
         assert sorted(cells) == got.cell_rows.tolist()

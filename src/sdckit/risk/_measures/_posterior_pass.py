@@ -230,7 +230,8 @@ def population_cell_posterior(
         others = np.ones(n, bool)
         others[idx] = False  # the counts leave out the rows of this pattern
         s_code, n_s_codes = dense(shown)
-        n_s = np.bincount(s_code[others], minlength=n_s_codes)[s_code[idx]].astype(float)
+        s_count = np.bincount(s_code[others], minlength=n_s_codes).astype(float)
+        n_s = s_count[s_code[idx]]
         sy = s_code * n_y + y_code
         seen = others & ~blank
         sy_seen, sy_of_seen, sy_count = np.unique(sy[seen], return_inverse=True, return_counts=True)
@@ -244,20 +245,32 @@ def population_cell_posterior(
         combo_code, m_all = dense(hid)
         _, first_of = np.unique(combo_code, return_index=True)
         row_blank = blank[idx]
+        row_s = s_code[idx]
         best = np.full(idx.size, -np.inf)
         for j in hid:
             card = cards[j]
-            m_v = np.bincount(truth[first_of, j], minlength=card).astype(float)
-            n_sc = np.bincount(s_code[others] * card + truth[others, j], minlength=n_s_codes * card).reshape(n_s_codes, card)
-            prior = (n_sc[s_code[idx]] + m_v / m_all) / (n_s[:, None] + 1.0)
+            m_v = np.bincount(truth[first_of, j], minlength=card).astype(float) / m_all
+            # the (shown keys, value of c) seen among the others, sparse (no shown-keys x values table)
+            pair, n_pair = np.unique(s_code[others] * card + truth[others, j], return_counts=True)
+            pair_s, pair_v = pair // card, pair % card
+            # per shown keys, the largest prior numerator n(s, c=v) + m_v / m over its values; a value never seen
+            # with s has m_v / m alone, the largest of which (max m_v) bounds those and is exact
+            top = np.full(n_s_codes, float(m_v.max()))
+            np.maximum.at(top, pair_s, n_pair + m_v[pair_v])
+            prior_top = top[row_s] / (n_s + 1.0)
+            value = np.where(row_blank, prior_top, a * prior_top / (n_sy + a))
             if found:
-                n_syc = np.bincount(sy_of_seen * card + truth[seen, j],
-                                    minlength=sy_seen.size * card).reshape(sy_seen.size, card)
-                row_syc = np.where((row_sy >= 0)[:, None], n_syc[np.maximum(row_sy, 0)], 0.0)
-            else:
-                row_syc = np.zeros((idx.size, card))
-            score = np.where(row_blank[:, None], prior, (row_syc + a * prior) / (n_sy[:, None] + a))
-            best = np.maximum(best, score.max(axis=1) - (0.0 if bounds is None else bounds[keys[j]]))
+                # (s, y, c = v) seen among the others: its score; per (s, y), the best
+                triple, n_triple = np.unique(sy_of_seen * card + truth[seen, j], return_counts=True)
+                t_sy, t_v = triple // card, triple % card
+                t_s = sy_seen[t_sy] // n_y
+                at_pair = np.searchsorted(pair, t_s * card + t_v)  # seen with y, so seen with s
+                t_prior = (n_pair[at_pair] + m_v[t_v]) / (s_count[t_s] + 1.0)
+                best_sy = np.full(sy_seen.size, -np.inf)
+                np.maximum.at(best_sy, t_sy, (n_triple + a * t_prior) / (sy_count[t_sy] + a))
+                on_y = (row_sy >= 0) & ~row_blank
+                value[on_y] = np.maximum(value[on_y], best_sy[row_sy[on_y]])
+            best = np.maximum(best, value - (0.0 if bounds is None else bounds[keys[j]]))
         out[idx] = best
     return out
 
