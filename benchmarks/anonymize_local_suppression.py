@@ -172,7 +172,31 @@ def decoys_census(n: int) -> None:
          certificate_cpu_seconds=round(got["cert_cpu"], 1))
 
 
-def decoys_on_adult(quick: bool, certificate_seconds: float) -> None:
+def peer_on_adult(known: pl.DataFrame, keys: list[str]) -> tuple[str, float, int, dict[str, str]] | None:
+    """sdcMicro's ``localSuppression`` at k = 5 on the same recoded keys: (version, seconds, cells, the three
+    figures of its release); None without ``PEER_RLIB`` or when it fails (said)."""
+    if not os.environ.get("PEER_RLIB"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "keys.csv", Path(tmp) / "out.csv"
+        known.write_csv(path)
+        script = Path(tmp) / "peer.R"
+        script.write_text(PEER_DECOY_SCRIPT.format(path=path, out=out, k=5), encoding="utf-8")
+        env = {**os.environ, "R_LIBS_USER": os.environ["PEER_RLIB"]}
+        try:
+            done = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, env=env, timeout=900,
+                                  check=True)
+        except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as err:
+            print(f"peer sdcMicro on the recoded Adult keys failed or timed out: {type(err).__name__}")
+            return None
+        version, seconds, cells = done.stdout.split()[-3:]
+        peer_release = pl.read_csv(out, infer_schema=False).rename(dict(zip(
+            pl.read_csv(out, n_rows=0).columns, keys, strict=True)))
+        peer_known = known.select([pl.col(c).cast(pl.String) for c in keys])
+        return version, float(seconds), int(cells), three_figures(peer_release, peer_known, 5)
+
+
+def decoys_on_adult(quick: bool, certificate_seconds: float) -> tuple[str, float, int, dict[str, str]] | None:
     keys = list(ADULT_QUASI_IDENTIFIERS)
     known = adult_recoded()
     models: list[LocalSuppressor] = []
@@ -198,24 +222,7 @@ def decoys_on_adult(quick: bool, certificate_seconds: float) -> None:
     cert = certify(origins, counts, 5, model.n_suppressed_, time_limit=certificate_seconds).as_dict()
     figures.update(bound=cert["lower_bound"], gap=f"{100 * cert['gap']:.1f}%", bound_method=cert["bound_method"],
                    certificate_seconds=certificate_seconds)
-    peer = None
-    if os.environ.get("PEER_RLIB"):
-        with tempfile.TemporaryDirectory() as tmp:
-            path, out = Path(tmp) / "keys.csv", Path(tmp) / "out.csv"
-            known.write_csv(path)
-            script = Path(tmp) / "peer.R"
-            script.write_text(PEER_DECOY_SCRIPT.format(path=path, out=out, k=5), encoding="utf-8")
-            env = {**os.environ, "R_LIBS_USER": os.environ["PEER_RLIB"]}
-            try:
-                done = subprocess.run(["Rscript", str(script)], capture_output=True, text=True, env=env, timeout=900,
-                                      check=True)
-                version, seconds, cells = done.stdout.split()[-3:]
-                peer_release = pl.read_csv(out, infer_schema=False).rename(dict(zip(
-                    pl.read_csv(out, n_rows=0).columns, keys, strict=True)))
-                peer_known = known.select([pl.col(c).cast(pl.String) for c in keys])
-                peer = (version, float(seconds), int(cells), three_figures(peer_release, peer_known, 5))
-            except (subprocess.TimeoutExpired, subprocess.CalledProcessError) as err:
-                print(f"peer sdcMicro on adult.yaml's recoding failed or timed out: {type(err).__name__}")
+    peer = peer_on_adult(known, keys)
     label = "local suppression with decoys, Adult recoded 32,561x8 k=5"
     if peer is None:
         if not os.environ.get("PEER_RLIB"):
@@ -226,10 +233,12 @@ def decoys_on_adult(quick: bool, certificate_seconds: float) -> None:
         emit(label, t, peer=(f"sdcMicro {version} localSuppression", seconds), target=10.0,
              cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures, peer_cells=cells,
              **{f"peer_{key}": value for key, value in peer_figures.items()})
+    return peer
 
 
-def optimal_on_adult(seconds: float) -> None:
-    """The exact mode on the same keys, cut off after ``seconds``: the best release found and its gap."""
+def optimal_on_adult(seconds: float, peer: tuple[str, float, int, dict[str, str]] | None = None) -> None:
+    """The exact mode on the same keys, cut off after ``seconds``: the best release found and its gap, beside
+    sdcMicro's ``localSuppression`` on the same keys (``peer``, from the decoys line) when it ran."""
     keys = list(ADULT_QUASI_IDENTIFIERS)
     known = adult_recoded()
     t0 = time.perf_counter()
@@ -239,9 +248,16 @@ def optimal_on_adult(seconds: float) -> None:
     smallest = int(release.group_by(keys).len()["len"].min())  # plain polars, a missing cell a value
     hidden = sum(release[c].null_count() for c in keys) - sum(known[c].null_count() for c in keys)
     cert = model.certificate_
-    emit(f"local suppression optimal (time limit {seconds:g} s), Adult recoded 32,561x8 k=5", elapsed,
-         cells=hidden, smallest_group=smallest, bound=cert["lower_bound"], gap=f"{100 * cert['gap']:.1f}%",
-         bound_method=cert["bound_method"], proven_optimal=model.optimal_)
+    figures = dict(cells=hidden, smallest_group=smallest, bound=cert["lower_bound"], gap=f"{100 * cert['gap']:.1f}%",
+                   bound_method=cert["bound_method"], proven_optimal=model.optimal_,
+                   **three_figures(release, known, 5))
+    label = f"local suppression optimal (time limit {seconds:g} s), Adult recoded 32,561x8 k=5"
+    if peer is None:
+        emit(label, elapsed, **figures)
+        return
+    version, peer_seconds, peer_cells, peer_figures = peer
+    emit(label, elapsed, peer=(f"sdcMicro {version} localSuppression", peer_seconds), **figures, peer_cells=peer_cells,
+         **{f"peer_{key}": value for key, value in peer_figures.items()})
 
 
 def main() -> None:
@@ -256,8 +272,7 @@ def main() -> None:
     cert_seconds = float(sys.argv[sys.argv.index("--certificate-seconds") + 1]) if "--certificate-seconds" in sys.argv else 120.0
     seconds = float(sys.argv[sys.argv.index("--optimal-seconds") + 1]) if "--optimal-seconds" in sys.argv else 120.0
     if "--adult-only" in sys.argv:
-        decoys_on_adult(quick, cert_seconds)
-        optimal_on_adult(seconds)
+        optimal_on_adult(seconds, decoys_on_adult(quick, cert_seconds))
         return
     full = synthetic()
     ours(full.head(200))  # load the compiled kernels
@@ -297,8 +312,7 @@ def main() -> None:
     elif peer_rlib:
         print(f"peer sdcMicro not run on the full {N:,}x8 table (> 600 s); add --peer-full to try (900 s timeout)")
 
-    decoys_on_adult(quick, cert_seconds)
-    optimal_on_adult(seconds)
+    optimal_on_adult(seconds, decoys_on_adult(quick, cert_seconds))
     adult = load_adult()
     keys = list(ADULT_QUASI_IDENTIFIERS)
     marginals = Marginals.from_data(adult, keys)

@@ -179,3 +179,26 @@ def test_a_failing_job_keeps_the_one_line_error() -> None:
     job = Job("test", work).start()
     job.wait(5)
     assert job.error == "the workbench: steps[0].recode: column 'x' is not in the data."
+
+
+def test_a_job_runs_until_its_result_is_kept() -> None:
+    """A poll between the end of the work and on_done keeping its result must still see the job running:
+    otherwise the page renders a panel without the result and stops polling (the plan was never shown)."""
+    seen: list[bool] = []
+    keeping = threading.Event()
+    kept = threading.Event()
+
+    def done(job: Job) -> None:
+        keeping.set()
+        kept.wait(5)  # a slow keep: the poll below comes in now
+        seen.append(job.running)
+
+    job = Job("test", lambda advance: "the plan", on_done=done).start()
+    assert keeping.wait(5)
+    polled_running = job.running  # the page's poll while the result is being kept
+    kept.set()
+    job.wait(5)
+    assert polled_running
+    assert seen == [True]
+    assert not job.running
+    assert job.result == "the plan"

@@ -98,6 +98,10 @@ class Job:
         except Exception as err:  # a bug must not kill the session: shown in words, and the session goes on
             self.error = unexpected_error(self.label, err)
         finally:
-            self.finished = time.monotonic()
-            if self.on_done is not None:
-                self.on_done(self)
+            # running until its result is kept: a page that polls in between would otherwise see the job
+            # ended, render a panel without its result, and stop polling (the plan never shown)
+            try:
+                if self.on_done is not None:
+                    self.on_done(self)
+            finally:
+                self.finished = time.monotonic()

@@ -172,7 +172,10 @@ def create_app(
         )
 
     def answer(ws: Workspace) -> JSONResponse:
-        body = {"panel": panel(ws), "running": ws.job is not None and ws.job.running}
+        # "running" read before the panel is rendered: a job that ends in between leaves the page polling (it
+        # fetches the panel again), never a stale panel with polling stopped
+        running = ws.job is not None and ws.job.running
+        body = {"panel": panel(ws), "running": running}
         if not body["running"]:  # shown once; a running job's outcome is shown when it ends
             ws.error = ws.notice = None
         return JSONResponse(body)
