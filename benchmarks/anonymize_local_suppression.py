@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -196,6 +197,15 @@ def peer_on_adult(known: pl.DataFrame, keys: list[str]) -> tuple[str, float, int
         return version, float(seconds), int(cells), three_figures(peer_release, peer_known, 5)
 
 
+def beside_peer(peer: tuple[str, float, int, dict[str, str]] | None) -> dict[str, Any]:
+    """``emit``'s arguments for the peer's run beside a line: its name and time, its cells and figures."""
+    if peer is None:
+        return {}
+    version, seconds, cells, figures = peer
+    return {"peer": (f"sdcMicro {version} localSuppression", seconds), "peer_cells": cells,
+            **{f"peer_{key}": value for key, value in figures.items()}}
+
+
 def decoys_on_adult(quick: bool, certificate_seconds: float) -> tuple[str, float, int, dict[str, str]] | None:
     keys = list(ADULT_QUASI_IDENTIFIERS)
     known = adult_recoded()
@@ -224,15 +234,9 @@ def decoys_on_adult(quick: bool, certificate_seconds: float) -> tuple[str, float
                    certificate_seconds=certificate_seconds)
     peer = peer_on_adult(known, keys)
     label = "local suppression with decoys, Adult recoded 32,561x8 k=5"
-    if peer is None:
-        if not os.environ.get("PEER_RLIB"):
-            print("peer not run: set PEER_RLIB to run sdcMicro's localSuppression on the same keys")
-        emit(label, t, target=10.0, cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures)
-    else:
-        version, seconds, cells, peer_figures = peer
-        emit(label, t, peer=(f"sdcMicro {version} localSuppression", seconds), target=10.0,
-             cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures, peer_cells=cells,
-             **{f"peer_{key}": value for key, value in peer_figures.items()})
+    if not os.environ.get("PEER_RLIB"):
+        print("peer not run: set PEER_RLIB to run sdcMicro's localSuppression on the same keys")
+    emit(label, t, target=10.0, cpu_seconds=round(cpu, 1), cells=model.n_suppressed_, **figures, **beside_peer(peer))
     return peer
 
 
@@ -252,12 +256,7 @@ def optimal_on_adult(seconds: float, peer: tuple[str, float, int, dict[str, str]
                    bound_method=cert["bound_method"], proven_optimal=model.optimal_,
                    **three_figures(release, known, 5))
     label = f"local suppression optimal (time limit {seconds:g} s), Adult recoded 32,561x8 k=5"
-    if peer is None:
-        emit(label, elapsed, **figures)
-        return
-    version, peer_seconds, peer_cells, peer_figures = peer
-    emit(label, elapsed, peer=(f"sdcMicro {version} localSuppression", peer_seconds), **figures, peer_cells=peer_cells,
-         **{f"peer_{key}": value for key, value in peer_figures.items()})
+    emit(label, elapsed, **figures, **beside_peer(peer))
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ Pure logic, no I/O. Cost: O(n log n) per pattern of suppressed keys.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +161,23 @@ def _radix(codes: np.ndarray, bases: np.ndarray) -> np.ndarray:
     return out
 
 
+def _pattern_rows(hidden: np.ndarray) -> Iterator[np.ndarray]:
+    """The rows of each pattern of hidden keys (``hidden``: rows x keys, True where hidden), each ascending."""
+    pattern = hidden.astype(np.int64) @ (np.int64(1) << np.arange(hidden.shape[1], dtype=np.int64))
+    order = np.argsort(pattern, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0]) if order.size else np.zeros(0, np.int64)
+    for first, last in zip(starts, [*starts[1:], order.size], strict=True):
+        yield order[first:last]
+
+
+def _lookup(values: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query stands in the sorted ``values``, and whether it is there."""
+    if not values.size:
+        return np.zeros(queries.size, np.int64), np.zeros(queries.size, bool)
+    at = np.minimum(np.searchsorted(values, queries), values.size - 1)
+    return at, values[at] == queries
+
+
 def row_posterior(
     release: pl.DataFrame,
     known: pl.DataFrame,
@@ -202,20 +219,16 @@ def row_posterior(
     own = np.ones(n)
     denom = np.zeros(n)
     cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    pattern = hidden.astype(np.int64) @ (np.int64(1) << np.arange(len(keys), dtype=np.int64))
-    order = np.argsort(pattern, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0])
+    n_y = int(y.max()) + 1
     a = smoothing
-    for first, last in zip(starts, [*starts[1:], n], strict=True):
-        idx = order[first:last]
+    for idx in _pattern_rows(hidden):
         hid = [j for j in range(len(keys)) if hidden[idx[0], j]]
         shown = [j for j in range(len(keys)) if not hidden[idx[0], j]]
         # the shown keys as one code, the same for the rows (as released) and the people (true values)
         both = _radix(np.concatenate([shown_as[idx][:, shown], truth[:, shown]]), bases[shown])
         row_s, person_s = both[:idx.size], both[idx.size:]
         s_values, s_local = np.unique(row_s, return_inverse=True)
-        at = np.minimum(np.searchsorted(s_values, person_s), s_values.size - 1)
-        match = s_values[at] == person_s  # the people whose true shown keys some row of the pattern shows
+        at, match = _lookup(s_values, person_s)  # the people whose true shown keys some row of the pattern shows
         people, people_s = np.flatnonzero(match), at[match]
         if not hid:  # fully shown rows: score 1, consistent with the people of the same keys
             denom[people] += np.bincount(s_local, minlength=s_values.size)[people_s]
@@ -225,31 +238,34 @@ def row_posterior(
         h_values, h_code = np.unique(_radix(truth[:, hid], bases[hid]), return_inverse=True)
         n_h = h_values.size
         row_h = h_code[idx]
-        sy, sy_local = np.unique(s_local * (y.max() + 1) + y[idx], return_inverse=True)
+        sy, sy_local = np.unique(s_local * n_y + y[idx], return_inverse=True)
         sh, sh_local = np.unique(s_local * n_h + row_h, return_inverse=True)
         syh, syh_local = np.unique(sy_local * n_h + row_h, return_inverse=True)
         n_sy = np.bincount(sy_local)
         n_sh = np.bincount(sh_local)
         n_syh = np.bincount(syh_local)
         n_s = np.bincount(s_local, minlength=s_values.size)
-        m = np.bincount(sh // n_h, minlength=s_values.size)  # distinct hidden values seen with each s
+        sh_s, sh_h = sh // n_h, sh % n_h
+        m = np.bincount(sh_s, minlength=s_values.size)  # distinct hidden values seen with each s
         # each row's own person: the score of the person's true hidden values
         own[idx] = (n_syh[syh_local] + a * (n_sh[sh_local] + 1.0 / m[s_local]) / (n_s[s_local] + 1.0)) / (n_sy[sy_local] + a)
         # per (s, y, h) seen: its score; per (s, y): the best (a hidden value seen with s but not with y scores
         # by its n(s, h) alone, the largest of which bounds those and is exact: seen with y, it scores more)
         t_sy, t_h = syh // n_h, syh % n_h
-        t_s = sy[t_sy] // (y.max() + 1)
+        sy_s = sy // n_y
+        t_s = sy_s[t_sy]
         t_sh = np.searchsorted(sh, t_s * n_h + t_h)
         t_score = (n_syh + a * (n_sh[t_sh] + 1.0 / m[t_s]) / (n_s[t_s] + 1.0)) / (n_sy[t_sy] + a)
         best_sy = np.full(sy.size, -np.inf)
         np.maximum.at(best_sy, t_sy, t_score)
         best_h_sy = np.full(sy.size, -1)
-        best_h_sy[t_sy[t_score == best_sy[t_sy]]] = t_h[t_score == best_sy[t_sy]]
+        at_best = t_score == best_sy[t_sy]
+        best_h_sy[t_sy[at_best]] = t_h[at_best]
         top_sh = np.zeros(s_values.size)
-        np.maximum.at(top_sh, sh // n_h, n_sh.astype(float))
+        np.maximum.at(top_sh, sh_s, n_sh.astype(float))
         top_h = np.full(s_values.size, -1)
-        top_h[(sh // n_h)[n_sh == top_sh[sh // n_h]]] = (sh % n_h)[n_sh == top_sh[sh // n_h]]
-        sy_s = sy // (y.max() + 1)
+        at_top = n_sh == top_sh[sh_s]
+        top_h[sh_s[at_top]] = sh_h[at_top]
         unseen = a * (top_sh[sy_s] + 1.0 / m[sy_s]) / (n_s[sy_s] + 1.0) / (n_sy + a)
         p_sy = np.maximum(best_sy, unseen)
         guess = np.where(best_sy >= unseen, best_h_sy, top_h[sy_s])
@@ -260,8 +276,7 @@ def row_posterior(
         w = np.bincount(sy_s, weights=n_sy / (n_sy + a), minlength=s_values.size)
         v = np.bincount(t_sh, weights=n_syh * n_sy[t_sy] / (n_sy[t_sy] + a), minlength=sh.size)
         person_sh = people_s * n_h + h_code[people]
-        pos = np.minimum(np.searchsorted(sh, person_sh), sh.size - 1)
-        seen = sh[pos] == person_sh
+        pos, seen = _lookup(sh, person_sh)
         n_sh_person = np.where(seen, n_sh[pos], 0)
         prior = (n_sh_person + 1.0 / m[people_s]) / (n_s[people_s] + 1.0)
         denom[people] += np.where(seen, v[pos], 0.0) + a * prior * w[people_s]

@@ -36,7 +36,15 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import SdcError
-from sdckit.risk._measures._posterior import POSTERIOR_TOLERANCE, RowPosterior, _features, row_posterior
+from sdckit.risk._measures._posterior import (
+    POSTERIOR_TOLERANCE,
+    RowPosterior,
+    _features,
+    _lookup,
+    _pattern_rows,
+    _radix,
+    row_posterior,
+)
 
 __all__ = ["PosteriorPass", "PosteriorPassError", "default_cell_bound", "population_cell_posterior", "suppress_posterior"]
 
@@ -198,17 +206,14 @@ def population_cell_posterior(
             code = values.rank("dense").to_numpy().astype(np.int64) - 1
             codes.append(code)
             cards.append(int(code.max()) + 1)
-        cache["__T"], cache["__card"] = np.stack(codes, axis=1), cards
+        cache["__T"], cache["__card"] = np.stack(codes, axis=1), np.asarray(cards)
     truth, cards = cache["__T"], cache["__card"]
 
     def dense(cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """The people's true values of ``cols`` as one dense code (0 ..), and how many codes."""
         if cols not in cache:
-            code = np.zeros(n, np.int64)
-            for j in cols:  # kept dense after each column: no overflow however many values
-                code = code * cards[j] + truth[:, j]
-                _, code = np.unique(code, return_inverse=True)
-            cache[cols] = (code, int(code.max()) + 1 if n else 0)
+            values, code = np.unique(_radix(truth[:, list(cols)], cards[list(cols)]), return_inverse=True)
+            cache[cols] = (code, values.size)
         return cache[cols]
 
     y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
@@ -217,12 +222,8 @@ def population_cell_posterior(
     blank = (release.select(pl.all_horizontal([pl.col(c).is_null() for c in feats])).to_series().to_numpy()
              if feats else np.zeros(n, bool))
     hidden = release.select([pl.col(c).is_null() for c in keys]).to_numpy()
-    pattern = hidden.astype(np.int64) @ (np.int64(1) << np.arange(len(keys), dtype=np.int64))
-    order = np.argsort(pattern, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(pattern[order]) != 0])
     a = smoothing
-    for first, last in zip(starts, [*starts[1:], n], strict=True):
-        idx = order[first:last]  # the rows of one pattern, ascending
+    for idx in _pattern_rows(hidden):
         hid = tuple(j for j in range(len(keys)) if hidden[idx[0], j])
         if not hid:
             continue
@@ -236,19 +237,16 @@ def population_cell_posterior(
         seen = others & ~blank
         sy_seen, sy_of_seen, sy_count = np.unique(sy[seen], return_inverse=True, return_counts=True)
         found = sy_seen.size > 0
-        row_sy = np.full(idx.size, -1)  # each row's (shown keys, y) among those seen, -1: not seen
-        n_sy = np.zeros(idx.size)
-        if found:
-            at = np.minimum(np.searchsorted(sy_seen, sy[idx]), sy_seen.size - 1)
-            row_sy = np.where(sy_seen[at] == sy[idx], at, -1)
-            n_sy = np.where(row_sy >= 0, sy_count[at], 0).astype(float)
+        at, on_sy = _lookup(sy_seen, sy[idx])
+        row_sy = np.where(on_sy, at, -1)  # each row's (shown keys, y) among those seen, -1: not seen
+        n_sy = np.where(on_sy, sy_count[at] if found else 0, 0).astype(float)
         combo_code, m_all = dense(hid)
         _, first_of = np.unique(combo_code, return_index=True)
         row_blank = blank[idx]
         row_s = s_code[idx]
         best = np.full(idx.size, -np.inf)
         for j in hid:
-            card = cards[j]
+            card = int(cards[j])
             m_v = np.bincount(truth[first_of, j], minlength=card).astype(float) / m_all
             # the (shown keys, value of c) seen among the others, sparse (no shown-keys x values table)
             pair, n_pair = np.unique(s_code[others] * card + truth[others, j], return_counts=True)
