@@ -3,7 +3,8 @@ real service processes, users driven over HTTP, once without enrolment (``open``
 it (``tokens``: every user trades a one-time invite for anonymous VOPRF credentials and submits
 each round with one), in the same run. ``--full`` adds 8 features. ``--pairs`` adds a run with the
 pair round (issue 17: singles, pairs, release) on the issue's 5 features, tokens, and prints what
-the middle round costs against round 1. ``--quick`` uses 4,000 users.
+the middle round costs against round 1. ``--count-check`` adds a run without the analyst's recount
+(on by default) and prints what the check costs. ``--quick`` uses 4,000 users.
 
 Prints, per run, the wall-clock seconds and users per second of each stage, the ratio tokens/open
 (target: enrolment costs at most 30 % more), the load average before and after (the machine is
@@ -136,6 +137,33 @@ def main() -> None:
         )
     if "--pairs" in sys.argv:
         pair_round(df, users)
+    if "--count-check" in sys.argv:
+        count_check_cost(df, users)
+
+
+def count_check_cost(df: object, users: int | None) -> None:
+    """Tokens on the 4 features with the analyst's recount (``count_check``, the default: round 1
+    twice the messages) against the same run without it, in the same process."""
+    cpu, wall = {}, {}
+    for on in (True, False):
+        load_before, cpu0 = _load(), _cpu()
+        res = _run(df, FEATURES_4, users, enrolment="tokens", count_check=on)
+        cpu[on], wall[on] = _cpu() - cpu0, res.seconds["total"] - res.seconds["startup"]
+        emit(
+            f"protocol simulate adult {res.n_round1} users x 4 features, tokens, count_check={on}",
+            res.seconds["total"],
+            verified=res.verified,
+            round1_s=round(res.seconds["round1"], 1),
+            round2_s=round(res.seconds["round2"], 1),
+            cpu_s=round(cpu[on], 1),
+            load_before=load_before,
+            load_after=_load(),
+        )
+    print(
+        f"protocol count_check: {cpu[True] / cpu[False] - 1:+.1%} CPU time, "
+        f"{wall[True] / wall[False] - 1:+.1%} wall time against the same run without the check",
+        flush=True,
+    )
 
 
 def pair_round(df: object, users: int | None) -> None:

@@ -137,7 +137,8 @@ def test_the_sdk_in_chromium_enrols_and_submits_every_round(
                 t0 = time.perf_counter()
                 got = page.evaluate(PAGE_SCRIPT, {**args, "phase": "round1"})
                 timing["round1"] = time.perf_counter() - t0
-                assert all(a["accepted"] == len(FEATURES) for a in got["acks"])
+                # one message per feature to the curator, one to the analyst (count_check, the default)
+                assert all(a["accepted"] == 2 * len(FEATURES) for a in got["acks"])
                 assert set(got["credentials"]) == {"1,2,3"}  # one invite: a credential per round
                 wait_until(lambda: admin.get(tally).json()["accepted"] == len(rows) * len(FEATURES), 120)
                 marginals = admin.get(f"{cu}/admin/v1/collections/{cid}/marginals").json()["counts"]

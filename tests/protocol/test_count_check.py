@@ -25,6 +25,7 @@ import pytest
 from sdckit.protocol import (
     CollectionSpec,
     PlanRefusedError,
+    PublishedPlan,
     choose_pairs,
     decide_plan,
     encode_value,
@@ -194,6 +195,87 @@ def test_lying_pair_queries_are_refused_and_no_pair_row_is_sent(
         c.close()
 
 
+@pytest.mark.slow
+def test_a_plan_on_pair_tables_is_recounted_and_a_lying_table_is_refused(
+    dep: LocalDeployment, adult_rows: list[dict[str, Any]]
+) -> None:
+    """The pair round is sealed to the analyst too: a plan resting on pair tables is co-signed
+    when its tables are the ones devices sent, and refused (0 round-2 rows) when one user is moved
+    between two cells of a table, which its own published counts accept (the bound drops)."""
+    cid = "pair-plan"
+    rows = adult_rows[:300]
+    _, clients = _round1(dep, cid, rows)
+    r = _admin(dep, "POST", "curator", f"/admin/v1/collections/{cid}/pairs", json={"k": 5, "budget": 0.1})
+    assert r.status_code == 200, r.text
+    queries = clients[0].pairs()  # co-signed: the analyst now counts the pair round's copies
+    assert queries is not None
+    assert queries.queries
+    with ThreadPoolExecutor(8) as pool:
+        acks = list(pool.map(lambda cr: cr[0].send_pairs(cr[1]), zip(clients, rows, strict=True)))
+    assert {a["accepted"] for a in acks} == {2 * len(queries.queries)}  # curator's and analyst's
+    _admin(dep, "POST", "shuffler", f"/admin/v1/collections/{cid}/rounds/3/flush").raise_for_status()
+
+    def counted() -> bool:
+        got = _admin(dep, "GET", "curator", f"/admin/v1/collections/{cid}/pairs/tables").json()["tables"]
+        return len(got) == len(queries.queries) and all(
+            sum(c[-1] for c in t["cells"]) == len(rows) for t in got
+        )
+
+    _wait(counted)
+    honest = _admin(dep, "POST", "curator", f"/admin/v1/collections/{cid}/plan", json={"k": 5, "budget": 0.1})
+    assert honest.status_code == 200, honest.text
+    plan = honest.json()
+    assert plan["rounds"] == ["singles", "pairs", "release"]
+    blocks = plan["evidence"]["blocks"]
+    assert blocks  # the plan rests on at least one pair table
+    # the lie: two users swap a value in one table ((a, x), (b, y) -> (a, y), (b, x)), so every
+    # single count stays true and only the table differs; the first swap its own counts back
+    lying = _swapped_cells(plan, clients[0].spec())
+    assert lying is not None
+    _curator_db(dep, "UPDATE collections SET plan = ? WHERE id = ?", (json.dumps(lying), cid))
+    r = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60)
+    assert r.status_code == 409, r.text
+    assert "pair table" in r.text, r.text
+    with pytest.raises(PlanRefusedError, match="recount"):
+        clients[0].plan()
+    assert _stats(dep, cid, 2)["users"] == 0
+    # the honest plan, on the same tables: co-signed, pinned and sent
+    _curator_db(dep, "UPDATE collections SET plan = ? WHERE id = ?", (json.dumps(honest.json()), cid))
+    _wait(
+        lambda: httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60).status_code == 200
+    )
+    signed = httpx.get(f"{dep.urls['shuffler']}/v1/collections/{cid}/plan", timeout=60).json()
+    assert signed["check"]["signer"] == "analyst"
+    assert signed["document"]["evidence"]["blocks"] == honest.json()["evidence"]["blocks"]
+    got = clients[1].plan()
+    assert got is not None
+    assert clients[1].send_round2(rows[1], plan=got)["accepted"] == 1
+    for c in clients:
+        c.close()
+
+
+def _swapped_cells(plan: dict[str, Any], spec: CollectionSpec) -> dict[str, Any] | None:
+    """``plan`` with two users' values swapped in its first pair table (the margins kept), such
+    that :func:`verify_plan` still accepts it; None if no swap does."""
+    cells = {tuple(c[:-1]): c[-1] for c in plan["evidence"]["blocks"][0]["cells"]}
+    held = sorted((n, key) for key, n in cells.items() if n > 0)
+    for _, (a, x) in held:
+        for _, (b, y) in reversed(held):
+            if a == b or x == y:
+                continue
+            swapped = dict(cells)
+            for key, step in (((a, x), -1), ((b, y), -1), ((a, y), 1), ((b, x), 1)):
+                swapped[key] = swapped.get(key, 0) + step
+            doc = json.loads(json.dumps(plan))
+            doc["evidence"]["blocks"][0]["cells"] = sorted([*key, n] for key, n in swapped.items() if n > 0)
+            try:
+                verify_plan(PublishedPlan.from_dict(doc), spec)
+            except PlanRefusedError:
+                continue
+            return doc
+    return None
+
+
 def test_the_co_signature_binds_one_document() -> None:
     """Pure checks: a co-signature of one plan does not cover another, nor another signer's."""
     from cryptography.hazmat.primitives.asymmetric import ed25519
@@ -214,7 +296,7 @@ def test_the_co_signature_binds_one_document() -> None:
             "blocks": [{"columns": ["age", "sex"], "cells": []}],
         },
     }
-    assert any("pair tables" in p for p in recount_problems("plan", blocks, own))
+    assert any("received no pair-round message" in p for p in recount_problems("plan", blocks, own))
     check = countersign(analyst, "pairs", "c", doc)
     verify_countersigned(check, analyst.public_key(), "pairs", "c", doc)
     for key, kind, target in (
@@ -230,6 +312,45 @@ def test_the_co_signature_binds_one_document() -> None:
     forged = sign_document(other, "check", "analyst", {"of": "pairs", "collection": "c", "sha256": "0" * 64})
     with pytest.raises(PlanRefusedError):
         verify_countersigned(forged, analyst.public_key(), "pairs", "c", doc)
+
+
+def test_the_recount_of_pair_tables_counts_cell_by_cell() -> None:
+    """A plan's published pair tables against the analyst's own, by hand: equal (in either column
+    order, and through a recoding) passes; one user moved between two cells does not."""
+    r = '{"redacted":true}'
+    own_single = {"age": {"30": 6, "79": 1, "40": 5}, "sex": {"M": 7, "F": 5}}
+    own_pairs = {("sex", "age"): {("M", "30"): 4, ("F", "30"): 2, ("M", r): 1, ("M", "40"): 2, ("F", "40"): 3}}
+    cells = [["30", "F", 2], ["30", "M", 4], ["40", "F", 3], ["40", "M", 2], [r, "M", 1]]
+    plan = {
+        "collection": "c",
+        "evidence": {
+            "n": 12,
+            "counts": {"age": {"30": 6, "40": 5, r: 1}, "sex": {"F": 5, "M": 7}},
+            "blocks": [{"columns": ["age", "sex"], "cells": cells}],
+        },
+    }
+    assert recount_problems("plan", plan, own_single, own_pairs) == []
+    moved = [["30", "F", 1], ["30", "M", 5], *cells[2:]]  # one user moved: the totals still agree
+    lie = {**plan, "evidence": {**plan["evidence"], "blocks": [{"columns": ["age", "sex"], "cells": moved}]}}
+    problems = recount_problems("plan", lie, own_single, own_pairs)
+    assert len(problems) == 1
+    assert "pair table ['age', 'sex']" in problems[0]
+    assert "['30', 'F']" in problems[0]
+    # declared moved messages (misnamed, already charged in the bound) are tolerated, as for singles
+    assert recount_problems("plan", {**lie, "evidence": {**lie["evidence"], "moved": 1}}, own_single, own_pairs) == []
+    # through a recoding of age: 30 and 40 -> "30-49", the unlisted value to the marker
+    recoded = {
+        "collection": "c",
+        "recodings": {"age": {"30": "30-49", "40": "30-49"}},
+        "evidence": {
+            "n": 12,
+            "counts": {"age": {"30-49": 11, r: 1}, "sex": {"F": 5, "M": 7}},
+            "blocks": [{"columns": ["age", "sex"], "cells": [["30-49", "F", 5], ["30-49", "M", 6], [r, "M", 1]]}],
+        },
+    }
+    assert recount_problems("plan", recoded, own_single, own_pairs) == []
+    recoded["evidence"]["blocks"][0]["cells"][0][-1] = 4  # type: ignore[index]
+    assert any("pair table" in p for p in recount_problems("plan", recoded, own_single, own_pairs))
 
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "count-check-v1.json").read_text())
@@ -255,6 +376,7 @@ def _vector_client(case: dict[str, Any]) -> Client:
         curator_verify_key=PROTOCOL["keys"]["curator"]["verify_key"],
         analyst_verify_key=PROTOCOL["keys"]["analyst"]["verify_key"],
         retry_window=0.0,
+        require_count_check=False,  # the cases check the co-signature; the default refusal below
     )
     client._http = httpx.Client(transport=httpx.MockTransport(handler))
     return client
@@ -272,10 +394,27 @@ def test_count_check_vectors(case: dict[str, Any]) -> None:
     client.close()
 
 
-def test_a_device_can_require_the_count_check() -> None:
+def test_a_device_refuses_a_spec_without_the_count_check_by_default() -> None:
     plain = next(c for c in VECTORS["cases"] if c.get("accept") and "count_check" in c["name"])
+    assert "count_check" not in plain["spec"]["document"]
     client = _vector_client(plain)
-    client.require_count_check = True
+    client.require_count_check = Client.__init__.__kwdefaults__["require_count_check"]
+    assert client.require_count_check is True
     with pytest.raises(PlanRefusedError, match="count_check"):
         client.plan() if plain["kind"] == "plan" else client.pairs()
     client.close()
+    opted_out = _vector_client(plain)  # require_count_check=False: takes part, no co-signature
+    assert (opted_out.plan() if plain["kind"] == "plan" else opted_out.pairs()) is not None
+    opted_out.close()
+
+
+def test_a_new_spec_has_the_count_check_and_an_old_signed_one_reads_without_it() -> None:
+    assert CollectionSpec(id="c", features=("a",)).count_check is True
+    assert CollectionSpec.from_request({"id": "c", "features": ["a"]}).count_check is True
+    old = PROTOCOL["documents"]
+    signed = next(d["signed"]["document"] for d in old if d["signed"]["kind"] == "spec")
+    assert "count_check" not in signed
+    assert CollectionSpec.from_dict(signed).count_check is False
+    assert CollectionSpec.from_dict(signed).to_dict() == signed  # the signed text unchanged
+    on = CollectionSpec(id="c", features=("a",))
+    assert CollectionSpec.from_dict(on.to_dict()) == on

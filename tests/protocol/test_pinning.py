@@ -124,7 +124,8 @@ def test_the_python_device_takes_a_spec_that_pins_every_key() -> None:
     spec = spec.with_key("shuffler", probe.get("/v1/keys").json()["document"]["public_key"])
     client = Client(shuffler_url="http://relay", collection="c", curator_verify_key=verify, analyst_verify_key=verify)
     client._http = httpx.Client(transport=_relay_with_keys(spec, signing, probe))
-    assert len(client.user().round1(dict.fromkeys(FEATURES, 1))) == len(FEATURES)
+    # one message per feature to the curator, one to the analyst (count_check, the default)
+    assert len(client.user().round1(dict.fromkeys(FEATURES, 1))) == 2 * len(FEATURES)
 
 
 def _relay_with_keys(
@@ -194,7 +195,10 @@ def test_one_misnamer_at_300_users_gets_a_stated_reason_and_the_round_held(
             )
             for i in range(len(features))
         ]
-        assert http.post(url, content=pack_batch(cheat), headers=head).status_code == 202
+        # its copies for the analyst (count_check, the default) are its true values: the curator's
+        # counts then differ from the analyst's by the misnamed messages, which the plan declares
+        honest = user.round1(rows[-1])[len(features) :]
+        assert http.post(url, content=pack_batch(cheat + honest), headers=head).status_code == 202
         with dep.admin() as admin:
             admin.post(f"{dep.urls['shuffler']}/admin/v1/collections/{spec.id}/rounds/1/flush")
             cu = dep.urls["curator"]

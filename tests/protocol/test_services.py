@@ -129,6 +129,7 @@ def test_malformed_truncated_and_wrongly_keyed_get_4xx_and_are_counted(dep: Loca
             spec,
             shuffler_key=PrivateKey.generate().public_key(),
             curator_key=PrivateKey.generate().public_key(),
+            analyst_key=PrivateKey.generate().public_key(),
         ).round1({"age": 30, "sex": "Male", "race": "White", "marital-status": "Divorced"})
         url = f"{dep.urls['shuffler']}/v1/collections/bad/rounds/1/messages"
         bodies = {
@@ -160,11 +161,14 @@ def test_replayed_and_duplicated_messages_count_once(dep: LocalDeployment) -> No
     row = {"age": 41, "sex": "Female", "race": "Black", "marital-status": "Widowed"}
     with _client(dep, "replay") as client:
         messages = client.user().round1(row)
-        assert client.submit(1, messages)["new"] == len(FEATURES)
+        assert client.submit(1, messages)["new"] == 2 * len(FEATURES)  # the curator's, the analyst's
         client.submit(1, messages)  # duplicate while pooled or after forwarding
         _wait(lambda: _tally(dep, "curator", "replay")["accepted"] == len(FEATURES))
         client.submit(1, messages)  # replay after the shuffler forwarded and deleted them
-        client.submit(1, messages[::-1])  # the same messages in another body: pooled again
+        # the same messages in another body: pooled again (each half reversed: the first half of
+        # a submission goes to the curator, the second to the analyst)
+        f = len(FEATURES)
+        client.submit(1, messages[:f][::-1] + messages[f:][::-1])
         _wait(lambda: _tally(dep, "curator", "replay")["duplicates"] >= len(FEATURES))
     time.sleep(0.3)
     with dep.admin() as admin:
@@ -271,8 +275,10 @@ def test_inner_layer_for_the_wrong_key_is_rejected_by_the_curator(dep: LocalDepl
             spec,
             shuffler_key=client.public_key("shuffler"),
             curator_key=PrivateKey.generate().public_key(),
+            analyst_key=client.public_key("analyst"),
         )
-        assert client.submit(1, outsider.round1({f: "x" for f in FEATURES}))["accepted"] == len(FEATURES)
+        # its copies to the analyst open; the curator's (another key) are rejected there
+        assert client.submit(1, outsider.round1({f: "x" for f in FEATURES}))["accepted"] == 2 * len(FEATURES)
     _wait(lambda: _tally(dep, "curator", "inner")["rejected"] == len(FEATURES))
     assert _tally(dep, "curator", "inner")["accepted"] == 0
     assert httpx.get(f"{dep.urls['curator']}/healthz").status_code == 200

@@ -87,7 +87,11 @@ export interface ClientOptions {
   retryWindowMs?: number;
   /** false: this device opts out of the pair round (``sendPairs`` sends and fetches nothing). */
   joinPairs?: boolean;
-  /** True: refuse a collection whose signed spec does not set ``count_check`` (the Python ``require_count_check``). */
+  /**
+   * True (the default): refuse a collection whose signed spec does not set ``count_check`` (the
+   * Python ``require_count_check``); without it a curator that lies about its counts can single
+   * this device out. False: take part in such a collection too.
+   */
   requireCountCheck?: boolean;
   /** The ``fetch`` to use (default the platform's). */
   fetch?: typeof fetch;
@@ -370,9 +374,9 @@ export class Client {
       const spec = parseSpec(verifyDocument(body["spec"], this.owners["curator"]!, "spec", "curator"));
       if (spec.id !== this.collection) throw new MalformedMessageError(`the relayed spec is for ${JSON.stringify(spec.id)}`);
       requirePinned(spec); // nothing is sealed to a key the spec leaves open
-      if (this.opts.requireCountCheck && spec.count_check !== true) {
+      if (this.opts.requireCountCheck !== false && spec.count_check !== true) {
         throw new PlanRefusedError(
-          `collection ${JSON.stringify(this.collection)} is refused: its spec does not have the analyst check the curator's counts (count_check), and this device requires it; nothing is sent`,
+          `collection ${JSON.stringify(this.collection)} is refused: its spec does not have the analyst check the curator's counts (count_check), and this device requires it; nothing is sent (a device that accepts the risk passes requireCountCheck: false)`,
         );
       }
       if (spec.suite !== "x25519") PublicKey.fromText(`${spec.suite}:`); // refuses the hybrid suite, saying why
@@ -511,10 +515,15 @@ export class Client {
       }
     }
     const out: Uint8Array[] = [];
-    for (const q of queries.queries) {
-      const values = q.columns.map((c) => (redact[c]!.has(encodeValue(row[c]!)) ? REDACTED : row[c]!));
-      const plain = packRow(q.columns, values, randomBytes(SALT_LENGTH), queries.pad, KIND_PAIR);
-      out.push(await this.doubleSeal(PAIR_ROUND, "curator", plain));
+    // with count_check, every query again sealed to the analyst (own salts), which recounts the
+    // pair tables a plan rests on
+    const recipients: Recipient[] = (await this.spec()).count_check === true ? ["curator", "analyst"] : ["curator"];
+    for (const inner of recipients) {
+      for (const q of queries.queries) {
+        const values = q.columns.map((c) => (redact[c]!.has(encodeValue(row[c]!)) ? REDACTED : row[c]!));
+        const plain = packRow(q.columns, values, randomBytes(SALT_LENGTH), queries.pad, KIND_PAIR);
+        out.push(await this.doubleSeal(PAIR_ROUND, inner, plain));
+      }
     }
     return out;
   }

@@ -38,6 +38,7 @@ function client(c, more = {}) {
     analystVerifyKey: vec.keys.analyst.verify_key,
     fetch,
     retryWindowMs: 0,
+    requireCountCheck: false, // the cases check the co-signature; the default refusal is tested below
     ...more,
   });
   return { cl, posts };
@@ -55,10 +56,12 @@ for (const c of cases) {
   });
 }
 
-test("a device that requires the count check refuses a spec without it", async () => {
+test("a device refuses a spec without the count check by default, and takes it only when told to", async () => {
   const plain = cases.find((c) => c.accept && c.name.includes("count_check"));
-  const { cl } = client(plain, { requireCountCheck: true });
+  const { cl } = client(plain, { requireCountCheck: undefined });
   await assert.rejects(() => cl.spec(), (err) => err instanceof sdk.PlanRefusedError && err.message.includes("count_check"));
+  const { cl: optedOut } = client(plain, { requireCountCheck: false });
+  assert.equal((await optedOut.spec()).id, "vectors");
 });
 
 test("with count_check, round 1 carries each feature twice: to the curator, then to the analyst", async () => {
@@ -78,5 +81,29 @@ test("with count_check, round 1 carries each feature twice: to the curator, then
   const toAnalyst = await Promise.all(msgs.slice(n).map((m) => open(m, "analyst")));
   assert.deepEqual(toCurator.map(body), toAnalyst.map(body));
   assert.deepEqual(toAnalyst.map(body), ['["age",39]', '["sex","Male"]', '["race","White"]']);
+  await assert.rejects(() => open(msgs[n], "curator")); // the analyst's copy does not open for the curator
+});
+
+test("with count_check, the pair round carries each query twice: to the curator, then to the analyst", async () => {
+  const checked = cases.find((c) => c.accept && c.kind === "pairs");
+  const { cl } = client(checked);
+  const queries = await cl.pairs();
+  const spec = await cl.spec();
+  assert.equal(spec.count_check, true);
+  const row = { age: 39, sex: "Male", race: "White" };
+  const msgs = await cl.pairMessages(row, queries);
+  const n = queries.queries.length;
+  assert.ok(n > 0);
+  assert.equal(msgs.length, 2 * n);
+  const open = async (m, inner) => {
+    const mid = await sdk.openSealed(sdk.fromHex(vec.keys.shuffler.hpke_secret), m, sdk.infoLabel("vectors", 3, "shuffler"));
+    return sdk.openSealed(sdk.fromHex(vec.keys[inner].hpke_secret), mid, sdk.infoLabel("vectors", 3, inner));
+  };
+  const body = (p) => new TextDecoder().decode(p.subarray(20, 20 + new DataView(p.buffer, p.byteOffset).getUint16(18)));
+  const toCurator = await Promise.all(msgs.slice(0, n).map((m) => open(m, "curator")));
+  const toAnalyst = await Promise.all(msgs.slice(n).map((m) => open(m, "analyst")));
+  assert.equal(toAnalyst[0][1], sdk.KIND_PAIR);
+  assert.deepEqual(toCurator.map(body), toAnalyst.map(body)); // the same pairs, own salts
+  assert.notDeepEqual(toCurator.map((p) => sdk.toHex(p.subarray(2, 18))), toAnalyst.map((p) => sdk.toHex(p.subarray(2, 18))));
   await assert.rejects(() => open(msgs[n], "curator")); // the analyst's copy does not open for the curator
 });

@@ -79,9 +79,11 @@ class Client:
     join_pairs : False: this device opts out of the pair round (:meth:`send_pairs` sends nothing
         and fetches nothing); the curator's pair table then counts fewer users and is left out of
         the plan, which rests on the single columns (issue 37).
-    require_count_check : True: refuse a collection whose signed spec does not set ``count_check``
-        (the analyst recounts and co-signs every plan and pair query's counts, issue 37). In a
-        collection that sets it, the co-signature is always required.
+    require_count_check : True (the default): refuse a collection whose signed spec does not set
+        ``count_check`` (the analyst recounts and co-signs every plan and pair query's counts,
+        issue 37; without it a curator that lies about its counts can single this device out).
+        False: take part in such a collection too. In a collection that sets it, the co-signature
+        is always required.
     retry_window : Seconds during which a connection error or a 429/500/502/503/504 answer is
         retried with full-jitter exponential back-off (0.1 s doubling, at most 4 s). Safe: a
         retried submission is recognised (same body, same credential) and counted once.
@@ -110,7 +112,7 @@ class Client:
         timeout: float = 30.0,
         retry_window: float = 30.0,
         join_pairs: bool = True,
-        require_count_check: bool = False,
+        require_count_check: bool = True,
     ) -> None:
         self.shuffler_url = shuffler_url.rstrip("/")
         self.collection = collection
@@ -215,7 +217,8 @@ class Client:
             if self.require_count_check and not spec.count_check:
                 raise PlanRefusedError(
                     f"collection {self.collection!r} is refused: its spec does not have the analyst check "
-                    "the curator's counts (count_check), and this device requires it; nothing is sent"
+                    "the curator's counts (count_check), and this device requires it; nothing is sent "
+                    "(a device that accepts the risk passes require_count_check=False)"
                 )
             terms = body.get("enrolment", {}).get("document", {})
             self._spec, self._terms = spec, dict(terms)

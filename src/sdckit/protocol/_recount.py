@@ -1,9 +1,10 @@
 """Counts a second party checks (issue 37): the analyst recounts a plan's or pair queries'
 published counts from the round-1 messages it received itself, and co-signs them.
 
-In a collection whose spec sets ``count_check``, every device seals each round-1 message twice:
-to the curator and, under its own HPKE ``info`` (``round=1|to=analyst``), to the analyst
-(:meth:`sdckit.protocol.User.round1`). The shuffler forwards each copy to its owner. Before a
+In a collection whose spec sets ``count_check``, every device seals each round-1 and pair-round
+message twice: to the curator and, under its own HPKE ``info`` (``round=1|to=analyst``,
+``round=3|to=analyst``), to the analyst (:meth:`sdckit.protocol.User.round1`,
+:meth:`~sdckit.protocol.User.pairs`). The shuffler forwards each copy to its owner. Before a
 plan or pair queries reach a device, the analyst compares their evidence with its own counts
 (:func:`recount_problems`) and signs a ``check`` document naming the exact document it checked
 (the SHA-256 of its RFC 8785 bytes, :func:`countersign`); devices and the shuffler refuse a plan or
@@ -52,10 +53,15 @@ def evidence_counts(
     return {str(c): dict(v) for c, v in counts.items() if isinstance(v, Mapping)}, dict(recodings)
 
 
+PairTables = Mapping[tuple[str, ...], Mapping[tuple[str, ...], int]]
+"""``{(column a, column b): {(key a, key b): messages}}``, keys canonical (:func:`encode_value`)."""
+
+
 def recount_problems(
     kind: str,
     document: Mapping[str, Any],
     own: Mapping[str, Mapping[str, int]],
+    own_pairs: PairTables | None = None,
 ) -> list[str]:
     """Where the published counts of ``document`` (a plan or pair queries) disagree with ``own``,
     the round-1 counts the analyst made itself (``{feature: {value key: messages}}``); ``[]`` when
@@ -69,8 +75,9 @@ def recount_problems(
     missing round-1 messages, already charged in its bound, :func:`~sdckit.protocol.robust_counts`).
     A plan or queries that publish counts of no column are not checked here (they release nothing,
     or :func:`~sdckit.protocol.verify_plan` refuses them). A plan whose evidence holds pair tables
-    (``blocks``) is refused: the pair round is sealed to the curator only, so nobody else can
-    recount them.
+    (``blocks``) has each table recounted the same way from ``own_pairs``, the analyst's count of
+    the pair-round copies sealed to it (every cell through the plan's recodings, equal up to
+    ``moved``); a table the analyst did not receive is a problem.
 
     Examples
     --------
@@ -86,12 +93,7 @@ def recount_problems(
     moved = moved if isinstance(moved, int) and moved >= 0 else 0
     problems: list[str] = []
     if kind == "plan" and isinstance(ev, Mapping) and ev.get("blocks"):
-        # the pair round's messages are sealed to the curator only: the analyst cannot recount a
-        # pair table, so a plan resting on one is not co-signed (refused, never trusted unchecked)
-        problems.append(
-            "the plan rests on pair tables (evidence.blocks), which the analyst does not receive and "
-            "cannot recount; decide the plan without the pair round's tables in a count_check collection"
-        )
+        problems += _block_problems(ev.get("blocks"), own_pairs or {}, recodings, moved)
     for column, published in sorted(counts.items()):
         mine = own.get(column)
         if mine is None:
@@ -100,7 +102,7 @@ def recount_problems(
         mapping = recodings.get(column)
         mapped: dict[str, int] = {}
         for key, n in mine.items():
-            label = key if not isinstance(mapping, Mapping) else str(mapping.get(key, REDACTED_KEY))
+            label = _recoded(mapping, key)
             mapped[label] = mapped.get(label, 0) + int(n)
         merged = 0
         for key, n in sorted(published.items()):
@@ -127,6 +129,61 @@ def recount_problems(
                 f"column {column!r}: the published counts hold {total_pub} messages, the analyst received {total_own}"
             )
     return problems
+
+
+def _block_problems(
+    blocks: Any, own_pairs: PairTables, recodings: Mapping[str, Any], moved: int
+) -> list[str]:
+    """Where a plan's published pair tables disagree with the analyst's own (see
+    :func:`recount_problems`)."""
+    if not isinstance(blocks, list):
+        return ["the plan's pair tables (evidence.blocks) do not parse"]
+    problems: list[str] = []
+    for block in blocks:
+        try:
+            columns = tuple(str(c) for c in block["columns"])
+            published: dict[tuple[str, ...], int] = {}
+            for cell in block["cells"]:
+                key = tuple(str(x) for x in cell[:-1])
+                published[key] = published.get(key, 0) + int(cell[-1])
+        except (TypeError, KeyError, ValueError, IndexError):
+            return ["the plan's pair tables (evidence.blocks) do not parse"]
+        table = _own_table(own_pairs, columns)
+        if table is None:
+            problems.append(
+                f"pair table {list(columns)}: the analyst received no pair-round message of it, so it "
+                "cannot be recounted"
+            )
+            continue
+        mapped: dict[tuple[str, ...], int] = {}
+        for key, n in table.items():
+            label = tuple(_recoded(recodings.get(c), x) for c, x in zip(columns, key, strict=True))
+            mapped[label] = mapped.get(label, 0) + int(n)
+        for key in sorted(set(published) | set(mapped)):
+            pub, have = published.get(key, 0), mapped.get(key, 0)
+            if abs(pub - have) > moved:
+                problems.append(
+                    f"pair table {list(columns)}: {pub} messages carry {list(key)!r} by the published "
+                    f"counts, {have} by the analyst's"
+                )
+                break  # one cell per table names the disagreement
+    return problems
+
+
+def _own_table(own_pairs: PairTables, columns: tuple[str, ...]) -> dict[tuple[str, ...], int] | None:
+    """The analyst's table of ``columns``, in that column order (a query may have listed them the
+    other way round)."""
+    if columns in own_pairs:
+        return dict(own_pairs[columns])
+    flipped = tuple(reversed(columns))
+    if flipped in own_pairs:
+        return {tuple(reversed(key)): n for key, n in own_pairs[flipped].items()}
+    return None
+
+
+def _recoded(mapping: Any, key: str) -> str:
+    """A value key through a plan's recoding of its column (not listed: the redaction marker)."""
+    return key if not isinstance(mapping, Mapping) else str(mapping.get(key, REDACTED_KEY))
 
 
 def countersign(

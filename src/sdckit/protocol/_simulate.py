@@ -338,6 +338,7 @@ def simulate(
     pairs: Literal["auto"] | None = None,
     pairs_budget: float | None = None,
     hierarchies: Mapping[str, Any] | None = None,
+    count_check: bool = True,
 ) -> SimulationResult:
     """Run both rounds of the shuffle protocol on loopback and verify the release.
 
@@ -383,6 +384,9 @@ def simulate(
         (:func:`sdckit.protocol.decide_plan`; fixed setting), users send the generalised values,
         and the release is verified against the input recoded by the plan
         (:meth:`PublishedPlan.generalise`). The default round-2 pad also fits every label.
+    count_check : True (the default, as in a deployment): the analyst recounts and co-signs the
+        curator's counts, so round 1 and the pair round carry twice the messages. False measures
+        the protocol without the check (its devices opt out too).
     """
     # lazy: the protocol extra's services (fastapi, uvicorn)
     from sdckit.protocol.services._launch import LocalDeployment
@@ -431,6 +435,7 @@ def simulate(
     spec = CollectionSpec(
         id=collection, features=tuple(cols), suite=suite, setting=setting, round1_pad=pad1, round2_pad=pad2,
         min_k=max(2, k), max_budget=max(budget, pairs_budget or 0.0),  # the floors devices pin: the run's own
+        count_check=count_check,
     )
     seconds: dict[str, float] = {}
 
@@ -446,7 +451,7 @@ def simulate(
         ):
             urls = dep.urls
             dep.create(spec, enrolment=enrolment)
-            with dep.client(collection) as client:
+            with dep.client(collection, require_count_check=count_check) as client:
                 keys = {
                     role: client.public_key(role).to_text() for role in ("shuffler", "curator", "analyst")
                 }
@@ -525,7 +530,7 @@ def simulate(
                         raise ProtocolError(
                             f"the curator could not choose pairs: {r.json().get('detail', r.text)}"
                         )
-                    with dep.client(collection) as client:  # as devices get them: relayed, signed
+                    with dep.client(collection, require_count_check=count_check) as client:  # as devices get them: relayed, signed
                         queries = client.pairs()
                     if queries is None:
                         raise ProtocolError("the shuffler does not relay the curator's pair queries")
@@ -569,7 +574,7 @@ def simulate(
                 )
                 if r.status_code != 200:
                     raise ProtocolError(f"the curator could not decide: {r.json().get('detail', r.text)}")
-                with dep.client(collection) as client:  # the plan as devices get it: relayed, signed
+                with dep.client(collection, require_count_check=count_check) as client:  # the plan as devices get it: relayed, signed
                     published = client.plan()
                 if published is None:
                     raise ProtocolError("the shuffler does not relay the curator's plan")

@@ -72,10 +72,13 @@ class CollectionSpec:
     """HPKE public keys fixed for the collection, by role (``curator``, ``analyst``,
     ``shuffler``): devices and the shuffler refuse any other key for this collection. Rotating a
     key means a new collection (a new signed spec), never a silent change."""
-    count_check: bool = False
-    """Counts a second party checks (issue 37): devices seal each round-1 message to the analyst
-    as well, and a plan or pair queries reach a device only with the analyst's co-signature of
-    their counts (:mod:`sdckit.protocol._recount`). Left out of the signed text when False."""
+    count_check: bool = True
+    """Counts a second party checks (issue 37), on by default: devices seal each round-1 and
+    pair-round message to the analyst as well, and a plan or pair queries reach a device only with
+    the analyst's co-signature of their counts (:mod:`sdckit.protocol._recount`). Turning it off
+    lets a curator that lies about its counts single a user out, and devices refuse such a spec
+    unless they opt out too (``Client(require_count_check=False)``). Left out of the signed text
+    when False, so a spec signed before the field existed reads as False (:meth:`from_dict`)."""
 
     def __post_init__(self) -> None:
         check_collection_id(self.id)
@@ -148,6 +151,19 @@ class CollectionSpec:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CollectionSpec:
+        """The spec from its signed JSON text: a text without ``count_check`` was signed without
+        the check (the field is left out when False), so it reads as False. A new spec asked for
+        in a request takes the default instead (:meth:`from_request`)."""
+        return cls._parse({"count_check": False, **d})
+
+    @classmethod
+    def from_request(cls, d: Mapping[str, Any]) -> CollectionSpec:
+        """A new spec from a request body (the curator's admin API): a field left out takes its
+        default, so ``count_check`` is on unless the body says ``false``."""
+        return cls._parse(d)
+
+    @classmethod
+    def _parse(cls, d: Mapping[str, Any]) -> CollectionSpec:
         try:
             return cls(**{**d, "features": tuple(d["features"]), "keys": dict(d.get("keys") or {})})
         except (TypeError, KeyError) as err:

@@ -145,6 +145,7 @@ def build() -> dict[str, Any]:
         round2_pad=128,
         max_budget=1.0,  # a whole float: JCS writes 1, Python's json 1.0
         keys=dict(pub),
+        count_check=False,  # protocol v1's spec as first signed (the check has its own vectors)
     )
     plan = PublishedPlan(
         collection=COLLECTION,

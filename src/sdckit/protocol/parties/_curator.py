@@ -108,7 +108,9 @@ class PairCurator(Receiver[RowMessage]):
         (:func:`encode_value`; the redaction marker's key for a redacted value).
     """
 
-    def __init__(self, private_key: PrivateKey, spec: CollectionSpec, queries: PairQueries) -> None:
+    def __init__(
+        self, private_key: PrivateKey, spec: CollectionSpec, queries: PairQueries, *, role: Recipient = "curator"
+    ) -> None:
         super().__init__()
         self.private_key = private_key
         self.spec = spec
@@ -119,7 +121,8 @@ class PairCurator(Receiver[RowMessage]):
         self.tables: dict[tuple[str, ...], Counter[tuple[str, ...]]] = {
             q.columns: Counter() for q in queries.queries
         }
-        self._info = info_label(spec.id, PAIR_ROUND, "curator")
+        # role="analyst": the analyst's own count of the copies sealed to it (count_check)
+        self._info = info_label(spec.id, PAIR_ROUND, role)
 
     def open(self, inner: bytes) -> RowMessage:
         """Decrypt and parse one pair-round message; :class:`MalformedMessageError` if it does not

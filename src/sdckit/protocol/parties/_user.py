@@ -33,10 +33,14 @@ class User:
     >>> from sdckit.protocol import CollectionSpec, PrivateKey
     >>> spec = CollectionSpec(id="demo", features=("sex", "race"))
     >>> keys = [PrivateKey.generate() for _ in range(3)]
-    >>> user = User(spec, shuffler_key=keys[0].public_key(), curator_key=keys[1].public_key())
+    >>> user = User(spec, shuffler_key=keys[0].public_key(), curator_key=keys[1].public_key(),
+    ...             analyst_key=keys[2].public_key())
     >>> messages = user.round1({"sex": "Male", "race": "White", "age": 39})
     >>> len(messages), {len(m) for m in messages}   # 32 + (32 + 256 + 16) + 16 bytes each
-    (2, {352})
+    (4, {352})
+
+    Two per feature: the curator's, then the analyst's copy it recounts the curator's counts from
+    (``count_check``, on by default).
     """
 
     def __init__(
@@ -63,21 +67,15 @@ class User:
             (2, "analyst"): info_label(spec.id, 2, "analyst"),
             (PAIR_ROUND, "shuffler"): info_label(spec.id, PAIR_ROUND, "shuffler"),
             (PAIR_ROUND, "curator"): info_label(spec.id, PAIR_ROUND, "curator"),
+            (PAIR_ROUND, "analyst"): info_label(spec.id, PAIR_ROUND, "analyst"),
         }
 
     def round1(self, row: Mapping[str, Any]) -> list[bytes]:
         """One doubly sealed message per feature of the collection, in feature order; in a
         collection with ``count_check``, followed by one more per feature sealed to the analyst
         inside (its own salt), from which the analyst recounts the curator's evidence."""
-        recipients: list[tuple[PublicKey, bytes]] = [(self.curator_key, self._info[(1, "curator")])]
-        if self.spec.count_check:
-            if self.analyst_key is None:
-                raise ParameterError(
-                    "this collection's round 1 is counted by the analyst too: User(..., analyst_key=...)"
-                )
-            recipients.append((self.analyst_key, self._info[(1, "analyst")]))
         out = []
-        for key, info in recipients:
+        for key, info in self._recipients(1):
             for feature in self.spec.features:
                 if feature not in row:
                     raise ParameterError(f"the user's row has no value for feature {feature!r}")
@@ -88,24 +86,38 @@ class User:
                 out.append(seal(self.shuffler_key, inner, self._info[(1, "shuffler")]))
         return out
 
+    def _recipients(self, round_: int) -> list[tuple[PublicKey, bytes]]:
+        """Whom round 1 and the pair round are sealed to inside: the curator, and in a collection
+        with ``count_check`` the analyst too, which recounts what the curator publishes."""
+        out: list[tuple[PublicKey, bytes]] = [(self.curator_key, self._info[(round_, "curator")])]
+        if self.spec.count_check:
+            if self.analyst_key is None:
+                raise ParameterError(
+                    "this collection's counts are checked by the analyst: User(..., analyst_key=...)"
+                )
+            out.append((self.analyst_key, self._info[(round_, "analyst")]))
+        return out
+
     def pairs(self, row: Mapping[str, Any], queries: PairQueries) -> list[bytes]:
         """The pair round: one doubly sealed message per query, in query order, each padded to
-        ``queries.pad`` bytes inside; a value the query lists as rare is sent as :data:`REDACTED`."""
+        ``queries.pad`` bytes inside; a value the query lists as rare is sent as :data:`REDACTED`.
+        In a collection with ``count_check`` the same messages follow again, sealed to the analyst
+        (own salts), so the analyst recounts the pair tables a plan rests on."""
         if queries.collection != self.spec.id:
             raise ParameterError(
                 f"the queries are for collection {queries.collection!r}, not {self.spec.id!r}"
             )
         out = []
-        for q in queries.queries:
-            values = []
-            for col in q.columns:
-                if col not in row:
-                    raise ParameterError(f"the user's row has no value for the queried column {col!r}")
-                v = row[col]
-                values.append(REDACTED if encode_value(v) in q.redact.get(col, ()) else v)
-            plain = pack_row(q.columns, values, secrets.token_bytes(SALT_LENGTH), queries.pad, kind=KIND_PAIR)
-            inner = seal(self.curator_key, plain, self._info[(PAIR_ROUND, "curator")])
-            out.append(seal(self.shuffler_key, inner, self._info[(PAIR_ROUND, "shuffler")]))
+        for key, info in self._recipients(PAIR_ROUND):
+            for q in queries.queries:
+                values = []
+                for col in q.columns:
+                    if col not in row:
+                        raise ParameterError(f"the user's row has no value for the queried column {col!r}")
+                    v = row[col]
+                    values.append(REDACTED if encode_value(v) in q.redact.get(col, ()) else v)
+                plain = pack_row(q.columns, values, secrets.token_bytes(SALT_LENGTH), queries.pad, kind=KIND_PAIR)
+                out.append(seal(self.shuffler_key, seal(key, plain, info), self._info[(PAIR_ROUND, "shuffler")]))
         return out
 
     def round2(

@@ -11,8 +11,8 @@ from typing import Any
 from fastapi import Body, Depends, FastAPI, HTTPException
 
 from sdckit.protocol._recount import CHECKED, countersign, recount_problems
-from sdckit.protocol._spec import CollectionSpec, PublishedPlan
-from sdckit.protocol.parties import Analyst, Curator
+from sdckit.protocol._spec import PAIR_ROUND, CollectionSpec, PairQueries, PublishedPlan
+from sdckit.protocol.parties import Analyst, Curator, PairCurator
 from sdckit.protocol.services._common import (
     bearer,
     check_id,
@@ -47,6 +47,12 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         for cid, (spec, _) in witness_store.collections().items()
     }
     witness = party_lookup(witnesses, " counted by the analyst (PUT /admin/v1/collections/{id}/witness)")
+    # and of the pair-round copies, once the analyst co-signed the pair queries they answer
+    pair_witnesses: dict[str, PairCurator] = {}
+    for cid, w in witnesses.items():
+        if (doc := witness_store.pair_queries(cid)) is not None:
+            pair_witnesses[cid] = PairCurator(key, w.spec, PairQueries.from_dict(doc), role="analyst")
+    pair_witness = party_lookup(pair_witnesses, " with pair queries the analyst co-signed")
     relay = Depends(bearer(cfg.relay_token, "relay"))
 
     @app.put("/admin/v1/collections/{collection}/witness", dependencies=[admin], tags=["admin"])
@@ -78,11 +84,23 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
             raise HTTPException(422, 'give {"kind": "plan" | "pairs", "signed": {...}}')
         if document.get("collection") != collection:
             raise HTTPException(409, f"the {kind} is for {document.get('collection')!r}")
-        problems = recount_problems(kind, document, witness_store.counts(collection))
+        counts, tables = witness_store.counts(collection), witness_store.pair_tables(collection)
+        problems = recount_problems(kind, document, counts, tables)
         if problems:
             events.add(f"{kind} refused by the recount")
             log.warning("%s of %r refused by the recount: %s", kind, collection, problems[0])
             raise HTTPException(409, "; ".join(problems[:3]))
+        if kind == "pairs":
+            with creating:  # count the pair round of exactly the queries co-signed, and of no others
+                old = witness_store.pair_queries(collection)
+                if old is not None and old != document:
+                    raise HTTPException(
+                        409, f"the analyst co-signed other pair queries of {collection!r}; those stand"
+                    )
+                if old is None:
+                    queries = PairQueries.from_dict(document)
+                    witness_store.set_pair_queries(collection, document)
+                    pair_witnesses[collection] = PairCurator(key, witness(collection).spec, queries, role="analyst")
         return countersign(signing, kind, collection, document)
 
     @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
@@ -117,8 +135,8 @@ def analyst_app(cfg: ServiceConfig) -> FastAPI:
         expected_round=2,
         role="analyst",
         events=events,
-        extra_rounds={1: witness},
-        extra_stores={1: witness_store},
+        extra_rounds={1: witness, PAIR_ROUND: pair_witness},
+        extra_stores={1: witness_store, PAIR_ROUND: witness_store},
     )
 
     @app.get("/admin/v1/collections/{collection}/release", dependencies=[admin], tags=["admin"])

@@ -112,8 +112,9 @@ def curator_app(cfg: ServiceConfig) -> FastAPI:
 
     @app.put("/admin/v1/collections/{collection}", dependencies=[admin], tags=["admin"])
     def create(collection: str, spec: dict[str, Any] = Body(...)) -> dict[str, Any]:
-        """Create a collection (idempotent for the same spec; 409 for a different one)."""
-        s = CollectionSpec.from_dict({**spec, "id": check_id(collection)})
+        """Create a collection (idempotent for the same spec; 409 for a different one). A field
+        the body leaves out takes its default: ``count_check`` is on unless it says ``false``."""
+        s = CollectionSpec.from_request({**spec, "id": check_id(collection)})
         if s.suite != key.suite:
             raise HTTPException(422, f"the curator's key is {key.suite}; the spec asks for {s.suite}")
         try:  # the curator's key is fixed in the signed spec: devices refuse any other for it

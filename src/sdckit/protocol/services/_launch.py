@@ -148,7 +148,8 @@ class LocalDeployment:
             for role in ("analyst", "shuffler"):
                 spec = spec.with_key(role, self.public_key(role))
         with self.admin() as admin:
-            r = admin.put(f"{self.urls['curator']}/admin/v1/collections/{spec.id}", json=spec.to_dict())
+            body = {**spec.to_dict(), "count_check": spec.count_check}  # said, even when off
+            r = admin.put(f"{self.urls['curator']}/admin/v1/collections/{spec.id}", json=body)
             r.raise_for_status()
             if spec.count_check:  # the analyst counts round 1 too (issue 37)
                 r = admin.put(f"{self.urls['analyst']}/admin/v1/collections/{spec.id}/witness", json=r.json())

@@ -95,11 +95,17 @@ class Registered:
     def per_user(self, round_: int) -> int:
         """Messages of one complete submission: one per feature in round 1, one per pair query in
         the pair round, one in round 2."""
+        if round_ == 2:
+            return 1
+        return self.witnessed(round_) * (2 if self.spec.count_check else 1)
+
+    def witnessed(self, round_: int) -> int:
+        """Messages of one submission of round 1 or the pair round sealed to the curator: one per
+        feature, one per pair query; with ``count_check`` as many again follow, sealed to the
+        analyst (issue 37)."""
         if round_ == PAIR_ROUND:
             return len(self.pairs.queries) if self.pairs is not None else 1
-        if round_ == 1:  # with count_check, each feature again sealed to the analyst (issue 37)
-            return len(self.spec.features) * (2 if self.spec.count_check else 1)
-        return 1
+        return len(self.spec.features)
 
     def inner_pad(self, round_: int) -> int:
         """Length of the round's inner plaintexts."""
@@ -275,16 +281,25 @@ class _Forwarder:
 
     def _forward(self, http: httpx.Client, reg: Registered, collection: str, round_: int, n: int) -> int:
         pool = secure_permutation(self.store.take(collection, round_, n))
+        size = self._chunk_messages(reg, round_)
+        if round_ != 2 and reg.spec.count_check:
+            # the pool is taken in hash order, so its two halves (the curator's messages, the
+            # analyst's copies) differ in size; both hops get as many, so a release counts the same
+            # users at each (the rest stays pooled: at the close, all of it, in equal halves)
+            to_analyst = [x for x in pool if x[1].startswith(WITNESS_TAG)]
+            to_curator = [x for x in pool if not x[1].startswith(WITNESS_TAG)]
+            pool = [x for pair in zip(to_analyst, to_curator, strict=False) for x in pair]  # alternating
+            size = max(2, size - size % 2)  # even: a chunk splits evenly too
         hop = self.cfg.analyst_url if round_ == 2 else self.cfg.curator_url  # singles and pairs: curator
         url = f"{hop.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
-        witness = f"{self.cfg.analyst_url.rstrip('/')}/internal/v1/collections/{collection}/rounds/1/batch"
-        size = self._chunk_messages(reg, round_)
+        witness = f"{self.cfg.analyst_url.rstrip('/')}/internal/v1/collections/{collection}/rounds/{round_}/batch"
         moved = 0
         try:
             for start in range(0, len(pool), size):
                 chunk = pool[start : start + size]
-                # round 1 with count_check: the analyst's copies (tagged when pooled) go to the
-                # analyst, first, so it never holds fewer of a chunk's users than the curator
+                # round 1 and the pair round with count_check: the analyst's copies (tagged when
+                # pooled) go to the analyst, first, so it never holds fewer of a chunk's users than
+                # the curator
                 copies = [m[len(WITNESS_TAG) :] for _, m in chunk if m.startswith(WITNESS_TAG)]
                 own = [m for _, m in chunk if not m.startswith(WITNESS_TAG)]
                 for target, part in ((witness, copies), (url, own)):
@@ -854,8 +869,8 @@ def shuffler_app(cfg: ServiceConfig, *, start_forwarder: bool = True) -> FastAPI
         if error is not None:
             await run_in_threadpool(store.reject, collection, round_, len(outer) - len(inner))
             return answer(h, 400, {"detail": error})
-        if round_ == 1 and reg.spec.count_check:  # each user's second half is sealed to the analyst
-            f = len(reg.spec.features)
+        if round_ != 2 and reg.spec.count_check:  # each user's second half is sealed to the analyst
+            f = reg.witnessed(round_)
             inner = [WITNESS_TAG + m if (i % (2 * f)) >= f else m for i, m in enumerate(inner)]
         try:
             new = await run_in_threadpool(
