@@ -107,9 +107,10 @@ def main() -> None:
             cpu0 = _cpu()
             res = _run(df, cols, users, enrolment=enrolment)
             n, m = res.n_round1, len(cols)
-            # the floor: per user, round 1 costs 2m seals (user) + 2m opens (shuffler, curator),
+            # the floor: per user, round 1 costs 4m seals (user: m messages to the curator and m
+            # copies to the analyst, two layers each) + 4m opens (shuffler; curator and analyst),
             # round 2 costs 2 seals + 2 opens (+ enrolment); on 2 cores at best half in wall time
-            floor = n * ((2 * m + 2) * (t_seal + t_open) + (t_enrol if enrolment == "tokens" else 0)) / 2
+            floor = n * ((4 * m + 2) * (t_seal + t_open) + (t_enrol if enrolment == "tokens" else 0)) / 2
             totals[enrolment] = res.seconds["total"] - res.seconds["startup"]
             cpu[enrolment] = _cpu() - cpu0
             emit(

@@ -210,6 +210,17 @@ def test_a_plan_on_pair_tables_is_recounted_and_a_lying_table_is_refused(
     queries = clients[0].pairs()  # co-signed: the analyst now counts the pair round's copies
     assert queries is not None
     assert queries.queries
+    # the analyst co-signs one set of pair queries per collection: another (here with one query
+    # fewer, its counts true) is refused, so its pair tables count one set of queries only
+    other = {**queries.to_dict(), "queries": queries.to_dict()["queries"][:-1] or [{"columns": ["age", "sex"]}]}
+    r = httpx.post(
+        f"{dep.urls['analyst']}/internal/v1/collections/{cid}/check",
+        json={"kind": "pairs", "signed": {"kind": "pairs", "document": other}},
+        headers={"authorization": f"Bearer {dep.relay_token}"},
+        timeout=60,
+    )
+    assert r.status_code == 409, r.text
+    assert "co-signed other pair queries" in r.text
     with ThreadPoolExecutor(8) as pool:
         acks = list(pool.map(lambda cr: cr[0].send_pairs(cr[1]), zip(clients, rows, strict=True)))
     assert {a["accepted"] for a in acks} == {2 * len(queries.queries)}  # curator's and analyst's
