@@ -4,6 +4,7 @@ counting scheduler, not by sdckit)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,10 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     cfg = _config(tmp_path, keep=["hours", "row"])
     result = run_distributed(cfg, ddf)
     assert isinstance(result.release, dd.DataFrame)
-    assert dask_driver_rows.rows <= people.group_by(KEYS).len().height  # only group counts so far
+    # only group counts so far, and the linked-column search's aggregates (3 per key and keep column), a row
+    # per partition each at most
+    searched = 3 * len(KEYS) * len(cfg.keep or ()) * ddf.npartitions
+    assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + searched
     written = write_distributed(result)
     assert written.path == tmp_path / "release.parquet"
     assert not written.refused
@@ -149,8 +153,9 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     assert (tmp_path / "report.json").is_file()
     assert (written.path / "_sdckit_release.json").is_file()
     # the whole run, writing included: the group table, and the shuffle's sort samples a few keys per
-    # partition to split the sorted range (Dask's quantiles), and the written release's rows of figures; the data never
-    assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + 8 * result.release.npartitions
+    # partition to split the sorted range (Dask's quantiles), the written release's rows of figures, and the
+    # linked-column search's aggregates; the data never
+    assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + 8 * result.release.npartitions + searched
 
 
 def test_pipeline_on_dask_refuses_over_budget_and_writes_nothing(people: pl.DataFrame, tmp_path: Path) -> None:
@@ -233,8 +238,6 @@ def test_written_release_measures_as_the_in_memory_release_check(
 
 
 def test_sdckit_run_with_engine_dask(people: pl.DataFrame, tmp_path: Path) -> None:
-    import json
-
     from typer.testing import CliRunner
 
     from sdckit.cli import app
@@ -261,3 +264,55 @@ def test_sdckit_run_with_engine_dask(people: pl.DataFrame, tmp_path: Path) -> No
     assert "Refused" in over.output
     assert (tmp_path / "out" / "release.parquet.stale").is_dir()  # the earlier release set aside, not this one
     assert not (tmp_path / "out" / "release.parquet").exists()
+
+
+def test_a_keep_column_that_reveals_a_key_counts_as_a_key_on_dask_as_in_memory(
+    people: pl.DataFrame, tmp_path: Path, dask_driver_rows: Any
+) -> None:
+    """Issue 34 on a distributed frame: a released copy of a key (``zone``, a coarser ``region``) is
+    found from grouped aggregates (U equal to the in-memory U, computed here by hand from the counts),
+    counted as a key by local suppression and the measure, and said; a few rows reach the driver."""
+    import math
+
+    from sdckit.pipeline._linked import link_columns
+
+    zone = pl.when(pl.col("region").is_in(["north", "east"])).then(pl.lit("ne")).when(pl.col("region").is_null()).then(None).otherwise(pl.lit("sw"))
+    data = people.with_columns(zone.alias("zone"))
+    cfg = _config(tmp_path, keep=["hours", "zone"], budget=1.0)
+    before = dask_driver_rows.rows
+    result = run_distributed(cfg, _dask(data))
+    assert result.linked is not None
+    assert result.linked.names == ("zone",)
+    assert "zone" in result.roles.quasi_identifiers
+    # U(region | zone) by hand: entropies of the counts (a missing region its own value), Miller-Madow bias
+    def h(cols: list[str]) -> tuple[float, int]:
+        n = data.group_by(cols).len()["len"].to_numpy() / data.height
+        return float(-(n * np.log2(n)).sum()), len(n)
+
+    (hq, dq), (hc, dc), (hqc, _) = h(["region"]), h(["zone"]), h(["region", "zone"])
+    by_hand = (hq + hc - hqc - (dq - 1) * (dc - 1) / (2 * data.height * math.log(2))) / hq
+    got = dict(zip(result.linked.columns[0].keys, result.linked.columns[0].coefficients, strict=True))
+    assert got["region"] == pytest.approx(by_hand, rel=1e-9)
+    _, in_memory = link_columns(cfg, data)  # the in-memory run finds the same column with the same U
+    assert in_memory.names == ("zone",)
+    assert in_memory.columns[0].coefficients == pytest.approx(result.linked.columns[0].coefficients, rel=1e-9)
+    written = write_distributed(result)
+    back = pl.read_parquet(written.path / "*.parquet")
+    # counted as a key: every released row (keys and zone together) identical to at least k - 1 others
+    assert back.group_by([*KEYS, "zone"]).len()["len"].min() >= K
+    assert written.measure["k_anonymity"] >= K
+    assert dask_driver_rows.rows - before <= 2_000  # group tables and one-row aggregates, not the rows
+    summary = json.loads((written.path / "_sdckit_release.json").read_text())
+    assert summary["linked"]["columns"][0]["column"] == "zone"
+    assert any("posterior" in s for s in summary["not_measured"])  # hours is released beside the keys
+
+
+def test_dask_refuses_what_it_cannot_measure_and_says_what_it_did_not(people: pl.DataFrame, tmp_path: Path) -> None:
+    zone = pl.when(pl.col("region").is_in(["north", "east"])).then(pl.lit("ne")).otherwise(pl.lit("sw"))
+    data = people.with_columns(zone.alias("zone"))
+    with pytest.raises(ConfigError, match="linked_as: ghost"):
+        run_distributed(_config(tmp_path, keep=["hours", "zone"], linked_as="ghost"), _dask(data))
+    with pytest.raises(ConfigError, match="posterior_pass"):
+        _config(tmp_path, engine="dask", posterior_pass=True)
+    keys_only = run_distributed(_config(tmp_path, keep=None, budget=1.0), _dask(people))
+    assert keys_only.not_measured == ()  # nothing beside the keys: nothing left unmeasured

@@ -291,11 +291,15 @@ def _run_distributed(cfg: Any, as_json: bool) -> None:
         "steps": [s.to_dict() for s in result.steps],
         "outputs": {"data": str(written.path.resolve())} if written.path else {},
         "parts": len(written.files),
+        "linked": result.linked.to_dict() if result.linked is not None else None,
+        "not_measured": list(result.not_measured),
     }
     if as_json:
         print_json(payload)
     else:
         stdout.print(f"[bold]{escape(cfg.name)}[/] ({result.engine})")
+        if result.linked is not None and result.linked.columns:
+            stdout.print(f"[yellow]{escape(result.linked.describe())}[/]")
         for i, step in enumerate(result.steps, 1):
             stdout.print(f"  {i}. {step.kind}: {escape(step.description)}")
         m = written.measure
@@ -303,6 +307,12 @@ def _run_distributed(cfg: Any, as_json: bool) -> None:
             f"Release as written: {m['n_rows']:,} rows in {m['n_groups']:,} groups, k-anonymity {m['k_anonymity']}, "
             f"exposure at k = {m['k']}: {m['exposure_at_k']:.2%} (budget {m['budget']:.2%})"
         )
+        if result.not_measured:
+            stdout.print(
+                "[yellow]Not measured on this engine[/] (engine: polars measures them): "
+                + escape("; ".join(result.not_measured))
+                + ". The figures above are for the quasi-identifiers alone."
+            )
         if written.path is not None:
             stdout.print(f"data: [bold]{written.path.resolve()}[/] ({len(written.files)} Parquet part files)")
         if written.set_aside is not None:

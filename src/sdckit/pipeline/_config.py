@@ -493,6 +493,12 @@ class PipelineConfig(_Strict):
                 "household_columns need household: name the column that groups rows into households, e.g. "
                 "household: hhid."
             )
+        if self.posterior_pass and self.engine != "polars":
+            raise ValueError(
+                f"posterior_pass: true reads every released row of every group at once, in memory; on engine: "
+                f"{self.engine} leave it out (the console and the sidecar then say the posterior was not "
+                "measured), or use engine: polars (the default)."
+            )
         return self
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ Steps that need every row in one place refuse with the step named and the altern
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import shutil
 from collections.abc import Sequence
@@ -30,13 +31,16 @@ import polars as pl
 
 from sdckit._io._optional import require
 from sdckit._scale import engine_of, local_spark
+from sdckit._scale._collect import collect_small
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import PipelineConfig
+from sdckit.pipeline._linked import LinkedPlan, link_by
 from sdckit.pipeline._outputs import RELEASE_MARKER, check_release_directory, is_release_directory
 from sdckit.pipeline._resolve import declared_roles
 from sdckit.pipeline._roles import Roles
 from sdckit.pipeline._steps import STEPS, StepContext, StepLog
 from sdckit.risk import measure_lazy_release
+from sdckit.risk._measures._linked import uncertainty_from_entropies
 
 __all__ = ["DistributedResult", "WrittenRelease", "measure_parquet", "run_distributed", "write_distributed"]
 
@@ -61,6 +65,23 @@ class DistributedResult:
     roles: Roles
     not_released: dict[str, str] = field(default_factory=dict)
     shuffled: bool = True
+    linked: LinkedPlan | None = None
+    """The ``keep`` columns that reveal a key (declared, or found from the frame's pair counts),
+    counted as quasi-identifiers by the steps and the measure, as in memory."""
+
+    @property
+    def not_measured(self) -> tuple[str, ...]:
+        """What the in-memory run measures on this release and a distributed run does not: with
+        columns released beside the keys, the posterior on a person's row given them, and the
+        attacks an outsider runs (both need every row in one place). Said in the console and the
+        sidecar, so no figure claims them."""
+        beside = [c for c in self.roles.released(_columns(self.release)) if c not in self.roles.quasi_identifiers]
+        if not beside:
+            return ()
+        return (
+            f"the posterior on a person's row given the columns beside the keys ({', '.join(beside)})",
+            "the attacks an outsider runs (singling out, linkability, inference)",
+        )
 
 
 @dataclass(frozen=True)
@@ -189,6 +210,15 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     data = data.to_native() if isinstance(data, (nw.DataFrame, nw.LazyFrame)) else data
     engine = _engine(data)
     columns = _columns(data)
+    _roles(config, columns)  # every named column is in the data
+    # keep columns that reveal a key count as keys, found from pair counts brought to the driver
+    config, linked = link_by(config, lambda q, c: _uncertainty(data, q, c))
+    if linked.columns and config.linked_as == "ghost":
+        raise ConfigError(
+            f"{config.source}: linked_as: ghost compares every row before and after the steps, in memory; on "
+            f"engine: {engine} use linked_as: key (the default: {', '.join(linked.names)} counted as "
+            "quasi-identifiers), or engine: polars."
+        )
     roles = _roles(config, columns)
     qis = list(roles.quasi_identifiers)
     logs: list[StepLog] = []
@@ -212,7 +242,29 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     if config.shuffle_rows:
         order_seed = secrets.randbits(63) if base is None else base + len(config.steps)
         data = _shuffle(data, engine, order_seed)
-    return DistributedResult(config, engine, data, tuple(logs), roles, not_released, bool(config.shuffle_rows))
+    return DistributedResult(
+        config, engine, data, tuple(logs), roles, not_released, bool(config.shuffle_rows), linked
+    )
+
+
+def _uncertainty(data: Any, key: str, column: str) -> float:
+    """U(key | column) from grouped aggregates computed where the rows live: per grouping (the key,
+    the column, the pair) one row reaches the driver (the entropy's sum of n log n, the distinct
+    values, the rows), however many distinct pairs there are."""
+    h: dict[tuple[str, ...], tuple[float, int, int]] = {}
+    for cols in ((key,), (column,), (key, column)):
+        sizes = nw.from_native(data).group_by(*cols).agg(nw.len().alias("n"))
+        row = collect_small(
+            sizes.select(
+                (nw.col("n") * nw.col("n").log()).sum().alias("nlogn"), nw.len().alias("d"), nw.col("n").sum().alias("n")
+            ),
+            what=f"the entropy of {', '.join(cols)}",
+        ).rows()[0]
+        nlogn, d, n = float(row[0] or 0.0), int(row[1]), int(row[2] or 0)
+        # H = log2 n - sum(n_i log2 n_i) / n
+        h[cols] = ((math.log(n) - nlogn / n) / math.log(2) if n else 0.0, d, n)
+    (h_q, d_q, n), (h_c, d_c, _), (h_qc, _, _) = h[(key,)], h[(column,)], h[(key, column)]
+    return uncertainty_from_entropies(h_q, h_c, h_qc, n_key_values=d_q, n_column_values=d_c, n=n)
 
 
 def _scan(path: Path, engine: str) -> Any:
@@ -307,7 +359,9 @@ def write_distributed(result: DistributedResult) -> WrittenRelease:
             sensitive=list(result.roles.sensitive), missing_semantics=cfg.missing_semantics, engine=result.engine,
         )
         summary = {"measure": measure, "engine": result.engine, "rows_shuffled": result.shuffled,
-                   "steps": [s.to_dict() for s in result.steps]}
+                   "steps": [s.to_dict() for s in result.steps],
+                   "linked": result.linked.to_dict() if result.linked is not None else None,
+                   "not_measured": list(result.not_measured)}
         refused = not measure["within_budget"] and not cfg.allow_over_budget
         set_aside = None
         if refused:

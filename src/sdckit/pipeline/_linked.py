@@ -15,7 +15,7 @@ columns listed there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +24,10 @@ import polars as pl
 
 from sdckit.errors import ConfigError
 from sdckit.pipeline._config import PipelineConfig
-from sdckit.risk._measures._linked import LinkedColumn, find_linked_columns, uncertainty_coefficient
+from sdckit.risk._measures._linked import LinkedColumn, linked_by, uncertainty_coefficient
 from sdckit.risk._measures._release import consistent_counts
 
-__all__ = ["LinkedPlan", "Scenario", "ghost_suppress", "link_columns", "scenario"]
+__all__ = ["LinkedPlan", "Scenario", "ghost_suppress", "link_by", "link_columns", "scenario"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,14 @@ class LinkedPlan:
 def link_columns(config: PipelineConfig, frame: pl.DataFrame) -> tuple[PipelineConfig, LinkedPlan]:
     """Find the linked ``keep`` columns (declared and on the data) and count them as quasi-identifiers:
     the returned config lists them under ``quasi_identifiers`` (no more under ``keep``)."""
+    # a household's shared values are one observation, not one per member
+    units = frame[config.household] if config.household is not None and config.household in frame.columns else None
+    return link_by(config, lambda q, c: uncertainty_coefficient(frame[q], frame[c], units))
+
+
+def link_by(config: PipelineConfig, coefficient: Callable[[str, str], float]) -> tuple[PipelineConfig, LinkedPlan]:
+    """:func:`link_columns` with U(q | c) from ``coefficient(q, c)``: a frame in memory, or the group
+    counts of a distributed frame (:func:`sdckit.pipeline.run_distributed`)."""
     qis = tuple(config.quasi_identifiers or ())
     keep = tuple(config.keep or ())
     declared: Mapping[str, Sequence[str]] = config.linked or {}
@@ -90,16 +98,10 @@ def link_columns(config: PipelineConfig, frame: pl.DataFrame) -> tuple[PipelineC
                 f"list the keys it reveals among {list(qis)}."
             )
     found: dict[str, LinkedColumn] = {}
-    # a household's shared values are one observation, not one per member
-    units = frame[config.household] if config.household is not None and config.household in frame.columns else None
     for column, keys in declared.items():
-        found[column] = LinkedColumn(
-            column, tuple(keys), tuple(uncertainty_coefficient(frame[q], frame[column], units) for q in keys),
-            declared=True,
-        )
+        found[column] = LinkedColumn(column, tuple(keys), tuple(coefficient(q, column) for q in keys), declared=True)
     if config.linked_threshold is not None:
-        for c in find_linked_columns(frame, qis, [c for c in keep if c not in found], threshold=config.linked_threshold,
-                                     units=config.household):
+        for c in linked_by(coefficient, qis, [c for c in keep if c not in found], threshold=config.linked_threshold):
             found[c.column] = c
     plan = LinkedPlan(tuple(found.values()), config.linked_as, qis)
     if not found:

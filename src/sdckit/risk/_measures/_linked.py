@@ -19,13 +19,20 @@ Pure logic, no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-__all__ = ["LINKED_THRESHOLD", "LinkedColumn", "find_linked_columns", "uncertainty_coefficient"]
+__all__ = [
+    "LINKED_THRESHOLD",
+    "LinkedColumn",
+    "find_linked_columns",
+    "linked_by",
+    "uncertainty_coefficient",
+    "uncertainty_from_entropies",
+]
 
 LINKED_THRESHOLD = 0.3
 """Default U(q | c) from which a released column counts as linked to key q (``relationship`` -> ``sex``:
@@ -83,18 +90,29 @@ def uncertainty_coefficient(key: pl.Series, column: pl.Series, units: pl.Series 
         triples = pl.DataFrame({"u": units, "q": key, "c": column}).unique(maintain_order=True)
         key, column = triples["q"], triples["c"]
     q, c = _codes(key), _codes(column)
-    n = q.size
-    if n == 0:
+    if q.size == 0:
         return 0.0
-    nc = int(c.max()) + 1
-    h_q = _entropy(np.bincount(q))
-    if h_q <= 0:
+    joint = np.unique(q * (int(c.max()) + 1) + c, return_counts=True)[1]
+    return uncertainty_from_entropies(
+        _entropy(np.bincount(q)), _entropy(np.bincount(c)), _entropy(joint),
+        n_key_values=np.unique(q).size, n_column_values=np.unique(c).size, n=q.size,
+    )
+
+
+def uncertainty_from_entropies(
+    h_key: float, h_column: float, h_joint: float, *, n_key_values: int, n_column_values: int, n: int
+) -> float:
+    """U(key | column) of :func:`uncertainty_coefficient` from the entropies (bits) of the key, the
+    column and the pair, their numbers of distinct values and the rows: what a distributed frame's
+    grouped aggregates give (:func:`sdckit.pipeline.run_distributed`).
+
+    U = (H(q) + H(c) - H(q, c) - (|q| - 1)(|c| - 1) / (2 n ln 2)) / H(q), clipped to [0, 1].
+    """
+    if n == 0 or h_key <= 0:
         return 0.0
-    h_c = _entropy(np.bincount(c))
-    h_qc = _entropy(np.unique(q * nc + c, return_counts=True)[1])
-    mutual = h_q + h_c - h_qc
-    bias = (np.unique(q).size - 1) * (np.unique(c).size - 1) / (2 * n * math.log(2))
-    return float(min(1.0, max(0.0, (mutual - bias) / h_q)))
+    mutual = h_key + h_column - h_joint
+    bias = (n_key_values - 1) * (n_column_values - 1) / (2 * n * math.log(2))
+    return float(min(1.0, max(0.0, (mutual - bias) / h_key)))
 
 
 def find_linked_columns(
@@ -117,12 +135,26 @@ def find_linked_columns(
     >>> [c.column for c in find_linked_columns(df, ["relat"], ["relat2", "noise"])]
     ['relat2']
     """
+    ids = frame[units] if units is not None and units in frame.columns else None
+    return linked_by(
+        lambda q, c: uncertainty_coefficient(frame[q], frame[c], ids),
+        [q for q in keys if q in frame.columns],
+        [c for c in candidates if c in frame.columns],
+        threshold=threshold,
+    )
+
+
+def linked_by(
+    coefficient: Callable[[str, str], float], keys: Sequence[str], candidates: Sequence[str], *, threshold: float
+) -> tuple[LinkedColumn, ...]:
+    """The ``candidates`` c with ``coefficient(q, c)`` (U(q | c)) >= ``threshold`` for some key q, keys sorted
+    by U, largest first: :func:`find_linked_columns` on whatever computes U (a frame in memory, or the
+    group counts of a distributed one)."""
     out: list[LinkedColumn] = []
     for c in candidates:
-        if c not in frame.columns or c in keys:
+        if c in keys:
             continue
-        ids = frame[units] if units is not None and units in frame.columns else None
-        scored = [(q, uncertainty_coefficient(frame[q], frame[c], ids)) for q in keys if q in frame.columns]
+        scored = [(q, coefficient(q, c)) for q in keys]
         hits = sorted(((q, u) for q, u in scored if u >= threshold), key=lambda t: -t[1])
         if hits:
             out.append(LinkedColumn(c, tuple(q for q, _ in hits), tuple(u for _, u in hits)))
