@@ -128,9 +128,10 @@ def test_pipeline_on_dask_writes_parquet_parts_measured_as_written(
     cfg = _config(tmp_path, keep=["hours", "row"])
     result = run_distributed(cfg, ddf)
     assert isinstance(result.release, dd.DataFrame)
-    # only group counts so far, and the linked-column search's aggregates (3 per key and keep column), a row
-    # per partition each at most
-    searched = 3 * len(KEYS) * len(cfg.keep or ()) * ddf.npartitions
+    # only group counts so far, and the linked-column search's aggregates (the entropy of each key, each
+    # keep column and each pair), a row per partition each at most
+    keep = len(cfg.keep or ())
+    searched = (len(KEYS) + keep + len(KEYS) * keep) * ddf.npartitions
     assert dask_driver_rows.rows <= people.group_by(KEYS).len().height + searched
     written = write_distributed(result)
     assert written.path == tmp_path / "release.parquet"

@@ -95,8 +95,10 @@ def test_pipeline_on_spark_writes_parquet_parts(
     assert written.measure["k_anonymity"] == sizes["len"].min() >= K
     assert sorted(back["id"].to_list()) == list(range(people.height))
     assert not back["id"].equals(pl.Series("id", np.arange(people.height)))  # shuffled
-    # the group table, the (empty) table of small groups, and the written release's two rows of
-    # figures (measured by Spark reading the part files back): never a data row
-    assert spark_driver_rows.rows == people.group_by(KEYS).len().height + 2
+    # the group table, the (empty) table of small groups, the written release's two rows of figures
+    # (measured by Spark reading the part files back), and the linked-column search's one-row
+    # aggregates (the entropy of each key, each keep column and each pair): never a data row
+    searched = len(KEYS) + len(cfg.keep or ()) + len(KEYS) * len(cfg.keep or ())
+    assert spark_driver_rows.rows == people.group_by(KEYS).len().height + 2 + searched
     with pytest.raises(ConfigError, match=r"steps\[0\]\.noise does not run on a spark frame.*AdditiveNoise"):
         run_distributed(cfg.replace(steps=parse_config({"steps": [{"noise": {"t": 1.0}}]}).steps), spark_frame(spark, people))

@@ -212,7 +212,8 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     columns = _columns(data)
     _roles(config, columns)  # every named column is in the data
     # keep columns that reveal a key count as keys, found from pair counts brought to the driver
-    config, linked = link_by(config, lambda q, c: _uncertainty(data, q, c))
+    entropies: dict[tuple[str, ...], tuple[float, int, int]] = {}  # a key's and a column's: one pass each
+    config, linked = link_by(config, lambda q, c: _uncertainty(data, q, c, entropies))
     if linked.columns and config.linked_as == "ghost":
         raise ConfigError(
             f"{config.source}: linked_as: ghost compares every row before and after the steps, in memory; on "
@@ -247,12 +248,14 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     )
 
 
-def _uncertainty(data: Any, key: str, column: str) -> float:
+def _uncertainty(data: Any, key: str, column: str, h: dict[tuple[str, ...], tuple[float, int, int]]) -> float:
     """U(key | column) from grouped aggregates computed where the rows live: per grouping (the key,
     the column, the pair) one row reaches the driver (the entropy's sum of n log n, the distinct
-    values, the rows), however many distinct pairs there are."""
-    h: dict[tuple[str, ...], tuple[float, int, int]] = {}
+    values, the rows), however many distinct pairs there are; ``h`` keeps each grouping's figures
+    (a key's and a column's are computed once for the run)."""
     for cols in ((key,), (column,), (key, column)):
+        if cols in h:
+            continue
         sizes = nw.from_native(data).group_by(*cols).agg(nw.len().alias("n"))
         row = collect_small(
             sizes.select(
