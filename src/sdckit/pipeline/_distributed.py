@@ -66,8 +66,8 @@ class DistributedResult:
     not_released: dict[str, str] = field(default_factory=dict)
     shuffled: bool = True
     linked: LinkedPlan | None = None
-    """The ``keep`` columns that reveal a key (declared, or found from the frame's pair counts),
-    counted as quasi-identifiers by the steps and the measure, as in memory."""
+    """The ``keep`` columns that reveal a key (declared, or found from grouped aggregates of the
+    frame), counted as quasi-identifiers by the steps and the measure, as in memory."""
 
     @property
     def not_measured(self) -> tuple[str, ...]:
@@ -211,7 +211,7 @@ def run_distributed(config: PipelineConfig, data: Any = None) -> DistributedResu
     engine = _engine(data)
     columns = _columns(data)
     _roles(config, columns)  # every named column is in the data
-    # keep columns that reveal a key count as keys, found from pair counts brought to the driver
+    # keep columns that reveal a key count as keys (U from grouped aggregates, one row each at the driver)
     entropies: dict[tuple[str, ...], tuple[float, int, int]] = {}  # a key's and a column's: one pass each
     config, linked = link_by(config, lambda q, c: _uncertainty(data, q, c, entropies))
     if linked.columns and config.linked_as == "ghost":

@@ -94,7 +94,7 @@ class Registered:
 
     def per_user(self, round_: int) -> int:
         """Messages of one complete submission: one per feature in round 1, one per pair query in
-        the pair round, one in round 2."""
+        the pair round (each twice with ``count_check``: :meth:`witnessed`), one in round 2."""
         if round_ == 2:
             return 1
         return self.witnessed(round_) * (2 if self.spec.count_check else 1)
