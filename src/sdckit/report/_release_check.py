@@ -361,9 +361,10 @@ def posterior_text(posterior: Any, budget: float, exposure: float = 0.0, bound: 
             f"{bound['max_row_posterior']:.3f} in this release) and at most {bound['cell_bound']:.3g}, or its column's "
             f"commonest share + {tol:g} where that is larger, on a suppressed cell (at most "
             f"{bound['max_cell_posterior']:.3f} here; {d['mean_cell_posterior']:.2f} on average): computed on this "
-            "release after the pass. The row bound is also checked by a simulated attacker with a model from separate "
-            "data; the cell bound is not yet met by that attacker (docs/anonymize.md). Exposure at k plus the people "
-            "above the row bound: "
+            "release after the pass. The cell figure bounds how often a best guess of a suppressed value is right; "
+            "an attacker with a model from other data can believe more, but its guesses are right no more often "
+            "(both bounds simulated on Adult's release with models from Adult's test split: docs/anonymize.md). "
+            "Exposure at k plus the people above the row bound: "
             f"{_pct(exposure + posterior.share_above)}; the budget allows {_pct(budget)}."
         )
     cells = (

@@ -11,7 +11,10 @@ until, for every person and every released row with a suppressed key:
   attackers: the reference one (the law within the released groups of each suppression pattern) and
   the *population* one (the law P(h | shown keys, y) of the whole input, as a model learnt from other
   data of the same population would estimate it; a row whose non-key values are suppressed reads
-  P(h | shown keys)).
+  P(h | shown keys)). The reference posterior is the share of the value in the group's true make-up,
+  so it bounds how often any guess of the cell is right; a model from other data can believe more
+  than the bound, not be right more often (docs/anonymize.md, measured in
+  tests/pipeline/test_release_posterior.py).
 
 How. A row that breaks either rule has the released non-key values the attacker reads (``features``)
 set to missing in *every* row of its released group (the rows identical on the keys): the rows of the
