@@ -7,6 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from sdckit.risk._measures import _posterior_pass as posterior_pass
+from sdckit.risk._measures._outside import ColumnGuesses, OutsideGuesses
 from sdckit.risk._measures._posterior import row_posterior
 from sdckit.risk._measures._posterior_pass import PosteriorPassError, column_bounds, suppress_posterior
 
@@ -145,3 +147,49 @@ def test_population_cell_posterior_equals_the_long_way(seed: int) -> None:
         want = _reference_population_cell_posterior(release, known, keys, features, bnd)
         assert np.array_equal(np.isnan(got), np.isnan(want))
         assert np.allclose(got[~np.isnan(got)], want[~np.isnan(want)], atol=1e-12), (features, bnd)
+
+
+def _outside(over: bool, n: int) -> OutsideGuesses:
+    """An outside model's result: with ``over``, key a's guesses above the bound right 40 of 40 times, rows 0-3."""
+    right = 40 if over else 10
+    column = ColumnGuesses(column="a", bound=0.7, cells=4, right_all=4, baseline_right=2, above=40, belief_above=0.9,
+                           right_above=right)
+    assert column.over is over  # 40 of 40 is over 0.7 at 99.9 %; 10 of 40 is not
+    return OutsideGuesses(columns=(column,), folds=2, rows_above={"a": np.arange(n) < 4})
+
+
+def test_cells_an_outside_model_guesses_right_too_often_are_hidden_then_scored_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The release is within the reference bounds; the outside model's guesses of key a are right too often on
+    rows 0-3 (which show their income): the pass blanks their group's income, and scores a new model."""
+    release, known = _release()
+    plain = release.with_columns(pl.lit("lo").alias("inc"))
+    calls: list[int] = []
+
+    def fake(frame: pl.DataFrame, *args: object, **kwargs: object) -> OutsideGuesses:
+        calls.append(int(frame["inc"].is_null().sum()))
+        return _outside(len(calls) == 1, frame.height)
+
+    monkeypatch.setattr(posterior_pass, "outside_model_guesses", fake)
+    done = suppress_posterior(plain, known, KEYS, k=4, features=["inc"])
+    assert calls == [0, 4]  # scored on the release, then on it with the group's income hidden
+    assert done.cells == {"inc": 4}
+    assert done.release["inc"].is_null().to_list() == [True] * 4 + [False] * 4
+    assert done.outside_rounds == 1
+    assert "after 1 round(s) hiding" in done.describe()
+    assert done.to_dict()["outside_model"]["over"] == []
+
+
+def test_the_pass_refuses_when_an_outside_model_stays_right_too_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    release, known = _release()
+    plain = release.with_columns(pl.lit("lo").alias("inc"))
+    calls: list[int] = []
+
+    def fake(frame: pl.DataFrame, *args: object, **kwargs: object) -> OutsideGuesses:
+        calls.append(1)
+        return _outside(True, frame.height)
+
+    monkeypatch.setattr(posterior_pass, "outside_model_guesses", fake)
+    with pytest.raises(PosteriorPassError, match=r"beyond sampling error for a \(40 of 40 right.*Lower posterior_bound"):
+        suppress_posterior(plain, known, KEYS, k=4, features=["inc"])
+    # scored again after each hiding, until its rounds run out or nothing is left to hide (rows 0-3 hide every key)
+    assert 2 <= len(calls) <= posterior_pass.OUTSIDE_ROUNDS + 1

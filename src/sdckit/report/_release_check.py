@@ -362,8 +362,8 @@ def posterior_text(posterior: Any, budget: float, exposure: float = 0.0, bound: 
             f"commonest share + {tol:g} where that is larger, on a suppressed cell (at most "
             f"{bound['max_cell_posterior']:.3f} here; {d['mean_cell_posterior']:.2f} on average): computed on this "
             "release after the pass. The cell figure bounds how often a best guess of a suppressed value is right; "
-            "an attacker with a model from other data can believe more, but its guesses are right no more often "
-            "(both bounds simulated on Adult's release with models from Adult's test split: docs/anonymize.md). "
+            "an attacker with a model from other data can believe more, not be right more often, and the pass "
+            "scored such a model's guesses on this release (its figures open this paragraph; docs/anonymize.md). "
             "Exposure at k plus the people above the row bound: "
             f"{_pct(exposure + posterior.share_above)}; the budget allows {_pct(budget)}."
         )

@@ -24,7 +24,10 @@ L = 1). A cell still above ``cell_bound`` once its group shows no non-key value 
 shown keys themselves; one more key, drawn at random among the shown ones (OS entropy unless
 ``seed``), is suppressed in every row of the group, which only merges groups (k-anonymity holds).
 The posteriors are recomputed after each round; after ``max_rounds`` rounds (default: keys + 2) with a row or a
-cell still above, the pass refuses (:class:`PosteriorPassError`).
+cell still above, the pass refuses (:class:`PosteriorPassError`). Once both rules hold, a model learnt on half
+the people guesses the other half's hidden key cells (:mod:`sdckit.risk._measures._outside`); where its guesses
+of a key are right more often than the key's bound beyond sampling error, the cells it reads above the bound are
+handled like cells above it and the check runs again (at most ``OUTSIDE_ROUNDS`` times, then refused).
 
 Pure logic, no I/O.
 """
@@ -39,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from sdckit.errors import SdcError
+from sdckit.risk._measures._outside import OutsideGuesses, outside_model_guesses
 from sdckit.risk._measures._posterior import (
     POSTERIOR_TOLERANCE,
     RowPosterior,
@@ -52,6 +56,8 @@ from sdckit.risk._measures._posterior import (
 __all__ = ["PosteriorPass", "PosteriorPassError", "default_cell_bound", "population_cell_posterior", "suppress_posterior"]
 
 _MISSING = "\x00missing"
+OUTSIDE_ROUNDS = 3
+"""Times the pass hides what an outside model reads above the bound before it refuses."""
 
 
 class PosteriorPassError(SdcError, ValueError):
@@ -103,6 +109,12 @@ class PosteriorPass:
     """Per key, the bound on the posterior of one of its suppressed cells: the larger of ``cell_bound`` and
     the share of the key's commonest value in the input + ``tolerance`` (no release hides a value better
     than the population does: a suppressed native-country is "United-States" for 90 % of people)."""
+    outside_rounds: int = 0
+    """Rounds that hid what the outside model read above the bound in a key whose guesses were right too often."""
+    outside: OutsideGuesses | None = None
+    """A model learnt on other people's rows, its guesses of every hidden key cell scored on the release
+    (:func:`~sdckit.risk._measures._outside.outside_model_guesses`): how often they are right where it
+    believes more than the bound."""
 
     @property
     def row_bound(self) -> float:
@@ -134,12 +146,19 @@ class PosteriorPass:
         if not self.n_cells:
             return (f"No cell needed suppressing: no row's posterior exceeds 1/k + {self.tolerance:g} = {self.row_bound:.3g} "
                     f"and no suppressed cell's exceeds {self.cell_bound:.3g} (or its column's commonest share + "
-                    f"{self.tolerance:g}: {self._raised()}).")
+                    f"{self.tolerance:g}: {self._raised()}).{self._outside()}")
         cols = ", ".join(f"{n:,} of {c}" for c, n in self.cells.items() if n)
         return (f"{self.n_cells:,} cells ({cols}) in {self.rows:,} rows suppressed so that no row's posterior exceeds "
                 f"1/k + {self.tolerance:g} = {self.row_bound:.3g} (now at most {self.max_row_posterior:.3f}) and no suppressed "
                 f"cell's exceeds {self.cell_bound:.3g} or, above it, its column's commonest share + {self.tolerance:g} "
-                f"({self._raised()}){self._bare()}; {self.rounds} round(s).")
+                f"({self._raised()}){self._bare()}; {self.rounds} round(s).{self._outside()}")
+
+    def _outside(self) -> str:
+        if self.outside is None:
+            return ""
+        again = (f" (after {self.outside_rounds} round(s) hiding the cells an earlier split's model read above the bound, "
+                 "its guesses there having been right more often than the bound)") if self.outside_rounds else ""
+        return f" {self.outside.describe()}{again}"
 
     def _bare(self) -> str:
         if not self.bare_rows:
@@ -152,7 +171,8 @@ class PosteriorPass:
             "cells": dict(self.cells), "n_cells": self.n_cells, "rows": self.rows, "rounds": self.rounds,
             "row_bound": self.row_bound, "cell_bound": self.cell_bound, "column_bounds": dict(self.column_bounds),
             "max_row_posterior": self.max_row_posterior, "max_cell_posterior": self.max_cell_posterior,
-            "bare_rows_above_cell_bound": self.bare_rows,
+            "bare_rows_above_cell_bound": self.bare_rows, "outside_rounds": self.outside_rounds,
+            "outside_model": None if self.outside is None else self.outside.to_dict(),
             "description": self.describe(),
         }
 
@@ -309,6 +329,7 @@ def suppress_posterior(
     touched = np.zeros(n, bool)
     bare = np.zeros(n, bool)  # rows of groups that hide every key and are still read above the bound
     rounds = 0
+    outside_rounds = 0
     while True:
         post = row_posterior(release, known, keys, k=k, features=feats, masked=masked, bins=bins, tolerance=tolerance)
         excess = population_cell_posterior(release, known, keys, feats, masked=masked, bins=bins, bounds=bounds,
@@ -322,8 +343,20 @@ def suppress_posterior(
         bad_row = post.exposed
         bad_cell = (np.nan_to_num(cell, nan=-1.0) > 1e-12) & ~bare
         if not (bad_row.any() or bad_cell.any()):
-            break
-        if rounds >= rounds_allowed:
+            # the bound is on the reference posterior, so on how often a guess is right; a model learnt on other
+            # people may believe more, and where its guesses are right more often than the bound, what it reads
+            # above the bound is hidden like any cell above it (then scored again)
+            outside = outside_model_guesses(release, known, keys, feats, bounds=bounds, masked=masked, bins=bins, seed=rng)
+            if not outside.over:
+                break
+            bad_cell = outside.rows_over(n) & ~bare
+            if outside_rounds >= OUTSIDE_ROUNDS or not bad_cell.any():
+                raise PosteriorPassError(
+                    f"{outside.describe()} Lower posterior_bound (the pass then hides more), release fewer non-key "
+                    "columns, or recode those keys more coarsely."
+                )
+            outside_rounds += 1
+        if rounds >= rounds_allowed + outside_rounds:
             raise PosteriorPassError(
                 f"after {rounds} rounds of suppression, {int(bad_row.sum()):,} people still have a posterior above 1/k + "
                 f"{tolerance:g} = {1 / k + tolerance:.3g} on their own row and {int(bad_cell.sum()):,} rows a hidden value "
@@ -361,4 +394,5 @@ def suppress_posterior(
     return PosteriorPass(
         release=release, posterior=post, population_cell=pop, column_bounds=bounds, cells={c: v for c, v in cells.items() if v},
         rows=int(touched.sum()), rounds=rounds, bare_rows=int(bare.sum()), k=k, tolerance=tolerance, cell_bound=bound,
+        outside=outside, outside_rounds=outside_rounds,
     )
