@@ -31,23 +31,21 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sdckit.risk._measures._posterior import _features, _lookup, _pattern_rows, _radix
+from sdckit.risk._measures._attacks import wilson_rate
+from sdckit.risk._measures._posterior import _features, _lookup, _pattern_rows, _radix, _true_codes
 
 __all__ = ["ColumnGuesses", "OutsideGuesses", "outside_model_guesses"]
 
-_MISSING = "\x00missing"
-_Z = 1.959963984540054  # two-sided 95 %: the interval shown
-_Z_REFUSE = 3.2905267314919255  # two-sided 99.9 %: the check runs on every key of every release, so a rarer false alarm
+_REFUSE = 0.999  # the check runs on every key of every release: a rarer false alarm than the 95 % shown
 
 
-def wilson_interval(right: int, n: int, z: float = _Z) -> tuple[float, float]:
-    """The Wilson score interval of a share right / n (NaN, NaN for n = 0)."""
+def wilson_interval(right: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a share right / n (:func:`~sdckit.risk._measures._attacks.wilson_rate`),
+    clipped to [0, 1]; NaN, NaN for n = 0."""
     if n == 0:
         return math.nan, math.nan
-    p = right / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    rate, error = wilson_rate(n, right, confidence)
+    return max(0.0, rate - error), min(1.0, rate + error)
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class ColumnGuesses:
     def over(self) -> bool:
         """Right above the bound more often than the bound, beyond sampling error: the lower end of the
         99.9 % Wilson interval above the bound."""
-        return bool(self.above) and wilson_interval(self.right_above, self.above, _Z_REFUSE)[0] > self.bound
+        return bool(self.above) and wilson_interval(self.right_above, self.above, _REFUSE)[0] > self.bound
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval
@@ -199,11 +197,8 @@ def outside_model_guesses(
     keys = [c for c in keys if c in release.columns and c in known.columns]
     feats = [c for c in features if c in release.columns and c not in keys]
     n = release.height
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    fold = rng.permutation(n) % folds
-    truth = np.stack([known[c].cast(pl.String).fill_null(_MISSING).rank("dense").to_numpy().astype(np.int64) - 1
-                      for c in keys], axis=1) if keys and n else np.zeros((n, len(keys)), np.int64)
-    cards = truth.max(axis=0) + 1 if n else np.ones(len(keys), np.int64)
+    fold = np.random.default_rng(seed).permutation(n) % folds  # a Generator passes through: the caller's stream
+    truth, cards = _true_codes(known, keys)
     y = _features(release, feats, masked, bins) if feats else pl.Series("__y", [""] * n)
     y_code = y.rank("dense").to_numpy().astype(np.int64) - 1 if n else np.zeros(0, np.int64)
     n_y = int(y_code.max()) + 1 if n else 1

@@ -57,6 +57,7 @@ POSTERIOR_TOLERANCE = 0.05
 counts as exposed by the non-key columns (the release's posterior figure)."""
 
 _Y = "__y"
+_MISSING = "\x00missing"  # a missing true key, read as a value of its own
 
 
 def _suppressed(column: str, dtype: pl.DataType) -> pl.Expr:
@@ -144,6 +145,14 @@ def _codes(truth: pl.DataFrame, released: pl.DataFrame, keys: Sequence[str]) -> 
     both = pl.concat([truth, released]).select([pl.col(c).rank("dense").cast(pl.Int64) - 1 for c in keys]).to_numpy()
     n = truth.height
     return both[:n], both[n:], both.max(axis=0) + 1
+
+
+def _true_codes(known: pl.DataFrame, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The people's true keys as dense integer codes (rows x keys; a missing value a code of its own), and
+    the number of codes per key."""
+    codes = [known[c].cast(pl.String).fill_null(_MISSING).rank("dense").to_numpy().astype(np.int64) - 1 for c in keys]
+    truth = np.stack(codes, axis=1) if codes and known.height else np.zeros((known.height, len(keys)), np.int64)
+    return truth, (truth.max(axis=0) + 1 if known.height else np.ones(len(keys), np.int64))
 
 
 def _radix(codes: np.ndarray, bases: np.ndarray) -> np.ndarray:

@@ -44,18 +44,19 @@ import polars as pl
 from sdckit.errors import SdcError
 from sdckit.risk._measures._outside import OutsideGuesses, outside_model_guesses
 from sdckit.risk._measures._posterior import (
+    _MISSING,
     POSTERIOR_TOLERANCE,
     RowPosterior,
     _features,
     _lookup,
     _pattern_rows,
     _radix,
+    _true_codes,
     row_posterior,
 )
 
 __all__ = ["PosteriorPass", "PosteriorPassError", "default_cell_bound", "population_cell_posterior", "suppress_posterior"]
 
-_MISSING = "\x00missing"
 OUTSIDE_ROUNDS = 3
 """Times the pass hides what an outside model reads above the bound before it refuses."""
 
@@ -223,13 +224,7 @@ def population_cell_posterior(
     if cache.get("__keys") != (tuple(keys), n):
         cache.clear()
         cache["__keys"] = (tuple(keys), n)
-        codes, cards = [], []
-        for c in keys:
-            values = known[c].cast(pl.String).fill_null(_MISSING)
-            code = values.rank("dense").to_numpy().astype(np.int64) - 1
-            codes.append(code)
-            cards.append(int(code.max()) + 1)
-        cache["__T"], cache["__card"] = np.stack(codes, axis=1), np.asarray(cards)
+        cache["__T"], cache["__card"] = _true_codes(known, keys)
     truth, cards = cache["__T"], cache["__card"]
 
     def dense(cols: tuple[int, ...]) -> tuple[np.ndarray, int]:
